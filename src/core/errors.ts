@@ -1,0 +1,226 @@
+// The one error registry. Every error Kiln reports to a user has a stable code, an HTTP
+// status, a message template and a retryable flag. docs/errors.md lists the same codes; a
+// test keeps the two in step.
+//
+// Templates use {name} placeholders filled from the params object. Expected outcomes inside
+// the platform are values; a KilnError is what crosses the API boundary.
+
+export interface ErrorSpec {
+  readonly status: number;
+  readonly retryable: boolean;
+  readonly template: string;
+  readonly hint?: string;
+}
+
+export const errorRegistry = {
+  // --- requests ---
+  KILN_INVALID_JSON: {
+    status: 400,
+    retryable: false,
+    template: 'request body is not valid JSON: {reason}',
+  },
+  KILN_VALIDATION_FAILED: {
+    status: 400,
+    retryable: false,
+    template: 'invalid request: {reason}',
+  },
+  KILN_UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    retryable: false,
+    template: 'unsupported content type {contentType}; expected {expected}',
+  },
+  KILN_ROUTE_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    template: 'no such route: {method} {url}',
+  },
+  KILN_PAYLOAD_TOO_LARGE: {
+    status: 413,
+    retryable: false,
+    template: 'payload of {size} bytes exceeds the limit of {limit} bytes',
+    hint: 'raise the limit with `kiln up --max-upload-bytes N` (or KILN_MAX_UPLOAD_BYTES)',
+  },
+  // --- names ---
+  KILN_INVALID_NAME: {
+    status: 400,
+    retryable: false,
+    template: 'invalid {kind} name {name}: {reason}',
+  },
+  // --- models and versions ---
+  KILN_MODEL_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    template: 'model {model} does not exist',
+    hint: 'list models with `kiln models list`',
+  },
+  KILN_MODEL_EXISTS: {
+    status: 409,
+    retryable: false,
+    template: 'model {model} already exists',
+  },
+  KILN_VERSION_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    template: 'model {model} has no version {version}',
+    hint: 'list versions with `kiln models versions MODEL`',
+  },
+  KILN_ALIAS_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    template: 'model {model} has no alias {alias}',
+  },
+  KILN_VERSION_DELETED: {
+    status: 409,
+    retryable: false,
+    template: 'version {version} of model {model} is deleted',
+  },
+  KILN_VERSION_IN_USE: {
+    status: 409,
+    retryable: false,
+    template: 'version {version} of model {model} is in use by {users}',
+    hint: 'move or delete those aliases first',
+  },
+  KILN_STORE_BUSY: {
+    status: 503,
+    retryable: true,
+    template: 'the store is busy: {reason}',
+  },
+  // --- artifacts ---
+  KILN_INVALID_PATH: {
+    status: 400,
+    retryable: false,
+    template: 'invalid artifact path {path}: {reason}',
+  },
+  KILN_INVALID_DIGEST: {
+    status: 400,
+    retryable: false,
+    template: 'invalid sha256 digest {digest}: expected 64 lowercase hex characters',
+  },
+  KILN_DIGEST_MISMATCH: {
+    status: 400,
+    retryable: false,
+    template: 'uploaded bytes hash to {actual}, not the declared {expected}',
+    hint: 'the upload was altered or truncated in transit; upload it again',
+  },
+  KILN_UPLOAD_INCOMPLETE: {
+    status: 400,
+    retryable: true,
+    template: 'upload ended after {received} of {expected} bytes',
+  },
+  KILN_BLOB_MISSING: {
+    status: 400,
+    retryable: false,
+    template: 'the manifest refers to {count} blob(s) that were never uploaded: {paths}',
+    hint: 'upload each file with PUT /api/v1/blobs/{sha256} before creating the version',
+  },
+  KILN_SIZE_MISMATCH: {
+    status: 400,
+    retryable: false,
+    template: 'file {path} is declared as {declared} bytes but its blob holds {actual}',
+  },
+  KILN_INVALID_ARTIFACT: {
+    status: 422,
+    retryable: false,
+    template: 'artifact is not a valid {format} model: {reason}',
+  },
+  KILN_UNSAFE_ARTIFACT: {
+    status: 422,
+    retryable: false,
+    template:
+      '{path} is a {kind}: loading it executes arbitrary code, so Kiln refuses it',
+    hint: 'export the model to ONNX (torch.onnx.export, skl2onnx) or save weights as safetensors',
+  },
+  KILN_ARTIFACT_CORRUPT: {
+    status: 500,
+    retryable: false,
+    template: 'artifact file {path} is corrupt on disk: expected sha256 {expected}, found {actual}',
+    hint: 'register the model again from its source; the stored copy cannot be trusted',
+  },
+  KILN_ARTIFACT_MISSING: {
+    status: 500,
+    retryable: false,
+    template: 'artifact file {path} (sha256 {digest}) is missing from the artifact store',
+  },
+  // --- signing ---
+  KILN_SIGNATURE_REQUIRED: {
+    status: 403,
+    retryable: false,
+    template: 'policy for team {team} requires a signed manifest and version is unsigned',
+    hint: 'sign with `kiln models register ... --sign-key KEYFILE`',
+  },
+  KILN_SIGNATURE_INVALID: {
+    status: 403,
+    retryable: false,
+    template: 'signature rejected: {reason}',
+  },
+  KILN_KEY_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    template: 'no trusted key {key}',
+  },
+  KILN_KEY_EXISTS: {
+    status: 409,
+    retryable: false,
+    template: 'a trusted key with id {key} already exists',
+  },
+  KILN_INVALID_KEY: {
+    status: 400,
+    retryable: false,
+    template: 'invalid public key: {reason}',
+  },
+  // --- everything else ---
+  KILN_INTERNAL: {
+    status: 500,
+    retryable: true,
+    template: 'internal error: {reason}',
+  },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof errorRegistry;
+export type ErrorParams = Readonly<Record<string, string | number | boolean>>;
+
+function render(template: string, params: ErrorParams): string {
+  return template.replace(/\{(\w+)\}/g, (whole, key: string) => {
+    const value = params[key];
+    return value === undefined ? whole : String(value);
+  });
+}
+
+export class KilnError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly retryable: boolean;
+  readonly details: unknown;
+  readonly hint: string | undefined;
+
+  constructor(code: ErrorCode, params: ErrorParams = {}, details?: unknown, options?: ErrorOptions) {
+    const spec: ErrorSpec = errorRegistry[code];
+    super(render(spec.template, params), options);
+    this.name = 'KilnError';
+    this.code = code;
+    this.status = spec.status;
+    this.retryable = spec.retryable;
+    this.details = details;
+    this.hint = spec.hint;
+  }
+
+  /** The API's rendering: `{"error": {"code", "message", "details"?, "hint"?}}`. */
+  toJSON(): { error: { code: ErrorCode; message: string; details?: unknown; hint?: string } } {
+    return {
+      error: {
+        code: this.code,
+        message: this.message,
+        ...(this.details === undefined ? {} : { details: this.details }),
+        ...(this.hint === undefined ? {} : { hint: this.hint }),
+      },
+    };
+  }
+}
+
+export function kilnError(code: ErrorCode, params: ErrorParams = {}, details?: unknown): KilnError {
+  return new KilnError(code, params, details);
+}
+
+export function isKilnError(value: unknown): value is KilnError {
+  return value instanceof KilnError;
+}
