@@ -126,8 +126,7 @@ export const errorRegistry = {
   KILN_UNSAFE_ARTIFACT: {
     status: 422,
     retryable: false,
-    template:
-      '{path} is a {kind}: loading it executes arbitrary code, so Kiln refuses it',
+    template: '{path} is a {kind}: loading it executes arbitrary code, so Kiln refuses it',
     hint: 'export the model to ONNX (torch.onnx.export, skl2onnx) or save weights as safetensors',
   },
   KILN_ARTIFACT_CORRUPT: {
@@ -193,7 +192,12 @@ export class KilnError extends Error {
   readonly details: unknown;
   readonly hint: string | undefined;
 
-  constructor(code: ErrorCode, params: ErrorParams = {}, details?: unknown, options?: ErrorOptions) {
+  constructor(
+    code: ErrorCode,
+    params: ErrorParams = {},
+    details?: unknown,
+    options?: ErrorOptions,
+  ) {
     const spec: ErrorSpec = errorRegistry[code];
     super(render(spec.template, params), options);
     this.name = 'KilnError';

@@ -1,0 +1,44 @@
+// The control-plane HTTP server (Fastify): /api/v1. It never sits on the inference path.
+
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Registry } from '../../registry/registry.ts';
+import { installErrorHandling, installJsonParser } from './error-handler.ts';
+import { registerBlobRoutes } from './routes-blobs.ts';
+import { registerModelRoutes } from './routes-models.ts';
+import { registerSystemRoutes } from './routes-system.ts';
+
+export interface ApiServerOptions {
+  readonly registry: Registry;
+  readonly home: string;
+  readonly version: string;
+  readonly maxUploadBytes: number;
+  /** Limit for JSON bodies (a version's manifest can list thousands of files). */
+  readonly maxJsonBytes?: number;
+  readonly logger?: boolean;
+}
+
+export async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstance> {
+  const maxJsonBytes = options.maxJsonBytes ?? 8 * 1024 * 1024;
+  const app = Fastify({
+    logger: options.logger === true ? { level: 'info' } : false,
+    bodyLimit: maxJsonBytes,
+    // Uploads can be long; idle sockets are still cut by the keep-alive timeout.
+    requestTimeout: 0,
+    ajv: {
+      customOptions: {
+        removeAdditional: false,
+        allErrors: false,
+        coerceTypes: 'array',
+        useDefaults: true,
+      },
+    },
+    return503OnClosing: true,
+  });
+  installJsonParser(app);
+  installErrorHandling(app, maxJsonBytes);
+  registerSystemRoutes(app, options.registry, { version: options.version, home: options.home });
+  registerModelRoutes(app, options.registry);
+  registerBlobRoutes(app, options.registry.artifacts, options.maxUploadBytes);
+  await app.ready();
+  return app;
+}

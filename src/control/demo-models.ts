@@ -1,0 +1,99 @@
+// Demo models for `kiln up --dev` (what `npm start` runs): real, small models from
+// fixtures/registry, registered through the same checks as any upload, so a new user has
+// something to list, show and verify. Registered only into an empty registry.
+
+import { createReadStream } from 'node:fs';
+import { readdir, stat } from 'node:fs/promises';
+import { join, relative, sep } from 'node:path';
+import type { Registry, RegisterVersionRequest } from '../registry/registry.ts';
+import type { ManifestFile, ModelFormat } from '../registry/types.ts';
+
+type RegisterVersionRequestExtras = Omit<RegisterVersionRequest, 'format' | 'files'>;
+
+interface DemoModel {
+  readonly name: string;
+  readonly team: string;
+  readonly description: string;
+  readonly format: ModelFormat;
+  readonly path: string;
+  readonly extras: RegisterVersionRequestExtras;
+}
+
+const fixtures = new URL('../../fixtures/registry/', import.meta.url).pathname;
+
+const demoModels: readonly DemoModel[] = [
+  {
+    name: 'fraud-xgb',
+    team: 'risk',
+    description: 'Fraud-style binary classifier (XGBoost, 4 features, NaN-aware)',
+    format: 'xgboost',
+    path: 'xgb-binary.json',
+    extras: {
+      metadata: {
+        trainingJobId: 'demo-train-1',
+        metrics: { auc: 0.9 },
+        dependencies: { xgboost: '1.7' },
+      },
+      lineage: {
+        run: 'demo-run-1',
+        datasetUri: 'file://fixtures/registry/make_fixtures.py',
+        datasetVersion: 'synthetic-v1',
+        experiment: 'demo',
+      },
+      tags: { demo: 'true' },
+    },
+  },
+  {
+    name: 'mlp-onnx',
+    team: 'vision',
+    description: 'A small PyTorch MLP exported to ONNX',
+    format: 'onnx',
+    path: 'mlp.onnx',
+    extras: { tags: { demo: 'true' } },
+  },
+  {
+    name: 'tiny-llm',
+    team: 'llm',
+    description: 'A tiny Llama-architecture Hugging Face folder (safetensors)',
+    format: 'hf-llm',
+    path: 'tiny-llm',
+    extras: { tags: { demo: 'true' } },
+  },
+];
+
+async function listFiles(path: string): Promise<{ path: string; full: string }[]> {
+  const info = await stat(path);
+  if (info.isFile()) return [{ path: path.split(sep).at(-1) ?? path, full: path }];
+  const out: { path: string; full: string }[] = [];
+  for (const entry of await readdir(path, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile()) continue;
+    const full = join(entry.parentPath, entry.name);
+    out.push({ path: relative(path, full).split(sep).join('/'), full });
+  }
+  return out.sort((a, b) => (a.path < b.path ? -1 : 1));
+}
+
+/** Registers the demo models if the registry has no models yet; returns their names. */
+export async function registerDemoModels(registry: Registry): Promise<string[]> {
+  const existing = await registry.store.listModels({ limit: 1 });
+  if (existing.items.length > 0) return [];
+  const names: string[] = [];
+  for (const demo of demoModels) {
+    const files: ManifestFile[] = [];
+    for (const file of await listFiles(join(fixtures, demo.path))) {
+      const { sha256, size } = await registry.artifacts.ingest(createReadStream(file.full), null, {
+        maxBytes: Number.MAX_SAFE_INTEGER,
+      });
+      files.push({ path: file.path, size, sha256 });
+    }
+    await registry.createModel(demo.name, demo.team, demo.description);
+    const version = await registry.registerVersion(demo.name, {
+      format: demo.format,
+      files,
+      ...demo.extras,
+    });
+    await registry.setAlias(demo.name, 'champion', version.version);
+    names.push(demo.name);
+  }
+  return names;
+}

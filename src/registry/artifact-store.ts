@@ -1,0 +1,279 @@
+// Content-addressed artifact store on local disk.
+//
+//   <root>/blobs/sha256/ab/abcdef…   one file per distinct content, named by its sha256
+//   <root>/tmp/<random>.part         uploads in flight; renamed into blobs/ only when the
+//                                    bytes hash to the declared digest
+//
+// Writes are atomic (temp + fsync + rename), so a blob path either holds the full verified
+// content or does not exist. Identical content is stored once. Every read for loading
+// re-hashes the bytes and refuses a mismatch: the disk is not trusted after the fact.
+
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { kilnError, KilnError } from '../core/errors.ts';
+import { systemClock, type Clock } from '../core/clock.ts';
+import type { ManifestFile } from './manifest.ts';
+import type { ArtifactFile } from './formats/artifact-file.ts';
+import { safeJoin } from './artifact-paths.ts';
+
+const digestPattern = /^[0-9a-f]{64}$/;
+
+export function isSha256(value: string): boolean {
+  return digestPattern.test(value);
+}
+
+export interface IngestOptions {
+  /** The Content-Length the sender announced, if any. */
+  readonly expectedSize?: number | undefined;
+  readonly maxBytes: number;
+}
+
+export interface IngestResult {
+  readonly sha256: string;
+  readonly size: number;
+  readonly created: boolean;
+}
+
+export interface GcResult {
+  readonly removedBlobs: number;
+  readonly removedBytes: number;
+  readonly keptBlobs: number;
+  readonly dryRun: boolean;
+}
+
+/** Hashes and counts bytes as they pass; fails the stream once past the byte limit. */
+class HashingCounter extends Transform {
+  readonly hash = createHash('sha256');
+  bytes = 0;
+  constructor(private readonly maxBytes: number) {
+    super();
+  }
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    this.bytes += chunk.length;
+    if (this.bytes > this.maxBytes) {
+      done(
+        kilnError('KILN_PAYLOAD_TOO_LARGE', {
+          size: `more than ${this.maxBytes}`,
+          limit: this.maxBytes,
+        }),
+      );
+      return;
+    }
+    this.hash.update(chunk);
+    done(null, chunk);
+  }
+}
+
+export class ArtifactStore {
+  readonly root: string;
+  private readonly clock: Clock;
+
+  constructor(root: string, clock: Clock = systemClock) {
+    this.root = root;
+    this.clock = clock;
+  }
+
+  async init(): Promise<void> {
+    await mkdir(join(this.root, 'blobs', 'sha256'), { recursive: true });
+    await mkdir(join(this.root, 'tmp'), { recursive: true });
+  }
+
+  blobPath(sha256: string): string {
+    if (!isSha256(sha256)) throw kilnError('KILN_INVALID_DIGEST', { digest: sha256 });
+    return join(this.root, 'blobs', 'sha256', sha256.slice(0, 2), sha256);
+  }
+
+  /** Size of the stored blob, or null if absent. */
+  async sizeOf(sha256: string): Promise<number | null> {
+    try {
+      return (await stat(this.blobPath(sha256))).size;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
+  }
+
+  /**
+   * Streams `source` into the store. With `declared`, the bytes must hash to it; without, the
+   * digest is whatever they hash to (local registration). Nothing remains of a failed ingest.
+   */
+  async ingest(
+    source: Readable,
+    declared: string | null,
+    options: IngestOptions,
+  ): Promise<IngestResult> {
+    if (declared !== null && !isSha256(declared))
+      throw kilnError('KILN_INVALID_DIGEST', { digest: declared });
+    const tmp = join(this.root, 'tmp', `${randomBytes(12).toString('hex')}.part`);
+    const counter = new HashingCounter(options.maxBytes);
+    const out = createWriteStream(tmp, { flags: 'wx' });
+    try {
+      await pipeline(source, counter, out);
+    } catch (error) {
+      await rm(tmp, { force: true });
+      if (error instanceof KilnError) throw error;
+      throw kilnError('KILN_UPLOAD_INCOMPLETE', {
+        received: counter.bytes,
+        expected: options.expectedSize ?? 'the announced number of',
+      });
+    }
+    try {
+      if (options.expectedSize !== undefined && counter.bytes !== options.expectedSize) {
+        throw kilnError('KILN_UPLOAD_INCOMPLETE', {
+          received: counter.bytes,
+          expected: options.expectedSize,
+        });
+      }
+      const actual = counter.hash.digest('hex');
+      if (declared !== null && actual !== declared) {
+        throw kilnError('KILN_DIGEST_MISMATCH', { actual, expected: declared });
+      }
+      const handle = await open(tmp, 'r');
+      await handle.sync();
+      await handle.close();
+      const target = this.blobPath(actual);
+      if ((await this.sizeOf(actual)) !== null) {
+        await unlink(tmp);
+        return { sha256: actual, size: counter.bytes, created: false };
+      }
+      await mkdir(dirname(target), { recursive: true });
+      await rename(tmp, target);
+      return { sha256: actual, size: counter.bytes, created: true };
+    } catch (error) {
+      await rm(tmp, { force: true });
+      throw error;
+    }
+  }
+
+  /**
+   * A range-readable view of a stored blob for format checks at registration. It trusts the
+   * bytes verified at ingest; loading goes through verify()/materialize() instead.
+   */
+  artifactFile(file: ManifestFile): ArtifactFile {
+    const path = this.blobPath(file.sha256);
+    return {
+      path: file.path,
+      size: file.size,
+      async read(offset: number, length: number): Promise<Buffer> {
+        const handle = await open(path, 'r');
+        try {
+          const buffer = Buffer.alloc(Math.max(0, Math.min(length, file.size - offset)));
+          const { bytesRead } = await handle.read(buffer, 0, buffer.length, offset);
+          return buffer.subarray(0, bytesRead);
+        } finally {
+          await handle.close();
+        }
+      },
+    };
+  }
+
+  /** Re-hashes one blob; throws KILN_ARTIFACT_MISSING / KILN_ARTIFACT_CORRUPT. */
+  async verifyFile(file: ManifestFile): Promise<void> {
+    const path = this.blobPath(file.sha256);
+    const hash = createHash('sha256');
+    try {
+      await pipeline(createReadStream(path), hash);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        throw kilnError('KILN_ARTIFACT_MISSING', { path: file.path, digest: file.sha256 });
+      }
+      throw error;
+    }
+    const actual = hash.digest('hex');
+    if (actual !== file.sha256) {
+      throw kilnError('KILN_ARTIFACT_CORRUPT', { path: file.path, expected: file.sha256, actual });
+    }
+  }
+
+  async verify(files: readonly ManifestFile[]): Promise<{ files: number; bytes: number }> {
+    let bytes = 0;
+    for (const file of files) {
+      await this.verifyFile(file);
+      bytes += file.size;
+    }
+    return { files: files.length, bytes };
+  }
+
+  /**
+   * Copies a version's files into `destDir` (which must not exist), hashing as it copies, so
+   * what a runtime loads is exactly what was registered. The folder appears only when every
+   * file verified.
+   */
+  async materialize(files: readonly ManifestFile[], destDir: string): Promise<void> {
+    const staging = `${destDir}.${randomBytes(6).toString('hex')}.part`;
+    try {
+      for (const file of files) {
+        const target = safeJoin(staging, file.path);
+        await mkdir(dirname(target), { recursive: true });
+        const hash = new HashingCounter(Number.MAX_SAFE_INTEGER);
+        try {
+          await pipeline(
+            createReadStream(this.blobPath(file.sha256)),
+            hash,
+            createWriteStream(target, { flags: 'wx' }),
+          );
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+            throw kilnError('KILN_ARTIFACT_MISSING', { path: file.path, digest: file.sha256 });
+          }
+          throw error;
+        }
+        const actual = hash.hash.digest('hex');
+        if (actual !== file.sha256) {
+          throw kilnError('KILN_ARTIFACT_CORRUPT', {
+            path: file.path,
+            expected: file.sha256,
+            actual,
+          });
+        }
+      }
+      await mkdir(dirname(destDir), { recursive: true });
+      await rename(staging, destDir);
+    } catch (error) {
+      await rm(staging, { recursive: true, force: true });
+      throw error;
+    }
+  }
+
+  /**
+   * Removes blobs that no live version references, keeping those younger than the grace
+   * period (an upload whose version is about to be created), and stale temp files.
+   */
+  async gc(
+    live: ReadonlySet<string>,
+    options: { dryRun: boolean; graceMs: number },
+  ): Promise<GcResult> {
+    const now = this.clock.now();
+    let removedBlobs = 0;
+    let removedBytes = 0;
+    let keptBlobs = 0;
+    const base = join(this.root, 'blobs', 'sha256');
+    for (const prefix of await readdir(base)) {
+      for (const name of await readdir(join(base, prefix))) {
+        const path = join(base, prefix, name);
+        const info = await stat(path);
+        if (live.has(name) || now - info.mtimeMs < options.graceMs) {
+          keptBlobs += 1;
+          continue;
+        }
+        removedBlobs += 1;
+        removedBytes += info.size;
+        if (!options.dryRun) await rm(path, { force: true });
+      }
+    }
+    if (!options.dryRun) {
+      const tmp = join(this.root, 'tmp');
+      for (const name of await readdir(tmp)) {
+        const info = await stat(join(tmp, name)).catch(() => null);
+        if (info !== null && now - info.mtimeMs > Math.max(options.graceMs, 24 * 3600_000)) {
+          await rm(join(tmp, name), { force: true });
+        }
+      }
+    }
+    return { removedBlobs, removedBytes, keptBlobs, dryRun: options.dryRun };
+  }
+}

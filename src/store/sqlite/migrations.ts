@@ -1,0 +1,85 @@
+// Versioned schema migrations for the SQLite store, kept in code so a binary and its schema
+// always travel together. Append only: never edit a migration that has shipped.
+
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+export const sqliteMigrations: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'registry',
+    sql: `
+      CREATE TABLE models (
+        id           INTEGER PRIMARY KEY,
+        name         TEXT NOT NULL UNIQUE,
+        team         TEXT NOT NULL,
+        description  TEXT NOT NULL DEFAULT '',
+        created_at   TEXT NOT NULL,
+        -- next version number to hand out; numbers are never reused, even after a delete
+        next_version INTEGER NOT NULL DEFAULT 1
+      );
+      CREATE INDEX models_team ON models(team, name);
+
+      CREATE TABLE model_versions (
+        id                      INTEGER PRIMARY KEY,
+        model_id                INTEGER NOT NULL REFERENCES models(id),
+        version                 INTEGER NOT NULL,
+        format                  TEXT NOT NULL,
+        size_bytes              INTEGER NOT NULL,
+        manifest_digest         TEXT NOT NULL,
+        schema_json             TEXT,
+        metadata_json           TEXT NOT NULL,
+        tags_json               TEXT NOT NULL,
+        format_info_json        TEXT NOT NULL,
+        external_json           TEXT,
+        signature_key_id        TEXT,
+        signature               TEXT,
+        lineage_run             TEXT,
+        lineage_dataset_uri     TEXT,
+        lineage_dataset_version TEXT,
+        lineage_experiment      TEXT,
+        created_at              TEXT NOT NULL,
+        deleted_at              TEXT,
+        UNIQUE (model_id, version)
+      );
+      CREATE INDEX versions_lineage_run ON model_versions(lineage_run);
+      CREATE INDEX versions_lineage_dataset ON model_versions(lineage_dataset_uri, lineage_dataset_version);
+      CREATE INDEX versions_lineage_experiment ON model_versions(lineage_experiment);
+
+      CREATE TABLE version_files (
+        version_id INTEGER NOT NULL REFERENCES model_versions(id) ON DELETE CASCADE,
+        path       TEXT NOT NULL,
+        size       INTEGER NOT NULL,
+        sha256     TEXT NOT NULL,
+        PRIMARY KEY (version_id, path)
+      );
+      CREATE INDEX version_files_sha256 ON version_files(sha256);
+
+      CREATE TABLE aliases (
+        model_id   INTEGER NOT NULL REFERENCES models(id),
+        alias      TEXT NOT NULL,
+        version_id INTEGER NOT NULL REFERENCES model_versions(id),
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (model_id, alias)
+      );
+      CREATE INDEX aliases_version ON aliases(version_id);
+
+      CREATE TABLE trusted_keys (
+        key_id     TEXT PRIMARY KEY,
+        name       TEXT NOT NULL,
+        team       TEXT,
+        public_key TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+
+      -- scope '*' is the global setting; any other scope is a team name
+      CREATE TABLE signing_policy (
+        scope             TEXT PRIMARY KEY,
+        require_signature INTEGER NOT NULL
+      );
+    `,
+  },
+];

@@ -1,0 +1,567 @@
+// The embedded default store: one SQLite file in WAL mode, foreign keys on. better-sqlite3 is
+// synchronous, so each method runs to completion on the event loop; writes that must be
+// atomic across processes (version numbers, alias moves) use BEGIN IMMEDIATE transactions,
+// and a busy database is waited on (busy_timeout) before it becomes KILN_STORE_BUSY.
+
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { kilnError, KilnError } from '../../core/errors.ts';
+import { isoAt, systemClock, type Clock } from '../../core/clock.ts';
+import type {
+  AliasEntry,
+  Model,
+  ModelVersion,
+  Page,
+  SigningPolicy,
+  TrustedKey,
+} from '../../registry/types.ts';
+import type { LineageQuery, NewModel, NewVersion, PageRequest, Store } from '../store.ts';
+import { cursorNumber, cursorString, decodePageToken, encodePageToken } from '../page-token.ts';
+import { sqliteMigrations, type Migration } from './migrations.ts';
+import {
+  toModelVersion,
+  versionColumns,
+  type FileRow,
+  type ModelRow,
+  type VersionRow,
+} from './sqlite-rows.ts';
+
+export interface SqliteStoreOptions {
+  readonly clock?: Clock;
+  /** How long a writer waits for another process's lock, in ms. */
+  readonly busyTimeoutMs?: number;
+  readonly migrations?: readonly Migration[];
+}
+
+interface TrustedKeyRow {
+  key_id: string;
+  name: string;
+  team: string | null;
+  public_key: string;
+  created_at: string;
+}
+
+function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED';
+}
+
+function toTrustedKey(row: TrustedKeyRow): TrustedKey {
+  return {
+    keyId: row.key_id,
+    name: row.name,
+    team: row.team,
+    publicKey: row.public_key,
+    createdAt: row.created_at,
+  };
+}
+
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite' as const;
+  private readonly db: Database.Database;
+  private readonly clock: Clock;
+
+  private constructor(db: Database.Database, clock: Clock) {
+    this.db = db;
+    this.clock = clock;
+  }
+
+  static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    const db = new Database(path);
+    db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 10_000}`);
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('foreign_keys = ON');
+    const store = new SqliteStore(db, options.clock ?? systemClock);
+    store.guard(() => store.migrate(options.migrations ?? sqliteMigrations));
+    return store;
+  }
+
+  /** Applies pending migrations in one immediate transaction; refuses a newer database. */
+  private migrate(migrations: readonly Migration[]): void {
+    this.db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);
+    const apply = this.db.transaction(() => {
+      const row = this.db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as {
+        v: number | null;
+      };
+      const current = row.v ?? 0;
+      const latest = migrations.at(-1)?.version ?? 0;
+      if (current > latest) {
+        throw kilnError('KILN_INTERNAL', {
+          reason: `the database schema is at version ${current} but this Kiln knows only up to ${latest}; upgrade Kiln`,
+        });
+      }
+      for (const m of migrations) {
+        if (m.version <= current) continue;
+        this.db.exec(m.sql);
+        this.db
+          .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+          .run(m.version, m.name, isoAt(this.clock));
+      }
+    });
+    apply.immediate();
+  }
+
+  /** Runs a synchronous body, mapping SQLite lock timeouts to a retryable KilnError. */
+  private guard<T>(body: () => T): T {
+    try {
+      return body();
+    } catch (error) {
+      if (error instanceof KilnError) throw error;
+      if (isBusy(error)) {
+        throw kilnError('KILN_STORE_BUSY', { reason: (error as Error).message });
+      }
+      throw error;
+    }
+  }
+
+  /** Runs a body as a settled promise: failures reject, never throw synchronously. */
+  private run<T>(body: () => T): Promise<T> {
+    try {
+      return Promise.resolve(this.guard(body));
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  close(): Promise<void> {
+    this.db.close();
+    return Promise.resolve();
+  }
+
+  // ---------------------------------------------------------------- models
+
+  private modelRow(name: string): ModelRow | undefined {
+    return this.db.prepare('SELECT * FROM models WHERE name = ?').get(name) as ModelRow | undefined;
+  }
+
+  private requireModelRow(name: string): ModelRow {
+    const row = this.modelRow(name);
+    if (row === undefined) throw kilnError('KILN_MODEL_NOT_FOUND', { model: name });
+    return row;
+  }
+
+  private toModel(row: ModelRow): Model {
+    const stats = this.db
+      .prepare(
+        `SELECT MAX(version) AS latest, COUNT(*) AS n FROM model_versions
+         WHERE model_id = ? AND deleted_at IS NULL`,
+      )
+      .get(row.id) as { latest: number | null; n: number };
+    const aliasRows = this.db
+      .prepare(
+        `SELECT a.alias, v.version FROM aliases a JOIN model_versions v ON v.id = a.version_id
+         WHERE a.model_id = ? ORDER BY a.alias`,
+      )
+      .all(row.id) as { alias: string; version: number }[];
+    return {
+      name: row.name,
+      team: row.team,
+      description: row.description,
+      createdAt: row.created_at,
+      latestVersion: stats.latest,
+      versionCount: stats.n,
+      aliases: Object.fromEntries(aliasRows.map((a) => [a.alias, a.version])),
+    };
+  }
+
+  createModel(model: NewModel): Promise<Model> {
+    return this.run(() => {
+      try {
+        this.db
+          .prepare('INSERT INTO models (name, team, description, created_at) VALUES (?, ?, ?, ?)')
+          .run(model.name, model.team, model.description, isoAt(this.clock));
+      } catch (error) {
+        if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
+          throw kilnError('KILN_MODEL_EXISTS', { model: model.name });
+        }
+        throw error;
+      }
+      return this.toModel(this.requireModelRow(model.name));
+    });
+  }
+
+  getModel(name: string): Promise<Model | null> {
+    return this.run(() => {
+      const row = this.modelRow(name);
+      return row === undefined ? null : this.toModel(row);
+    });
+  }
+
+  listModels(request: PageRequest & { readonly team?: string | undefined }): Promise<Page<Model>> {
+    return this.run(() => {
+      const after =
+        request.pageToken === undefined
+          ? ''
+          : cursorString(decodePageToken(request.pageToken), 'after');
+      const rows = this.db
+        .prepare(
+          `SELECT * FROM models WHERE name > ? AND (? IS NULL OR team = ?)
+             ORDER BY name LIMIT ?`,
+        )
+        .all(after, request.team ?? null, request.team ?? null, request.limit + 1) as ModelRow[];
+      const more = rows.length > request.limit;
+      const page = rows.slice(0, request.limit);
+      const last = page.at(-1);
+      return {
+        items: page.map((r) => this.toModel(r)),
+        nextPageToken: more && last !== undefined ? encodePageToken({ after: last.name }) : null,
+      };
+    });
+  }
+
+  // ---------------------------------------------------------------- versions
+
+  private filesOf(versionId: number): FileRow[] {
+    return this.db
+      .prepare('SELECT path, size, sha256 FROM version_files WHERE version_id = ? ORDER BY path')
+      .all(versionId) as FileRow[];
+  }
+
+  private aliasesOf(versionId: number): string[] {
+    return (
+      this.db
+        .prepare('SELECT alias FROM aliases WHERE version_id = ? ORDER BY alias')
+        .all(versionId) as { alias: string }[]
+    ).map((r) => r.alias);
+  }
+
+  private hydrate(row: VersionRow): ModelVersion {
+    return toModelVersion(row, this.filesOf(row.id), this.aliasesOf(row.id));
+  }
+
+  private versionRow(modelId: number, version: number): VersionRow | undefined {
+    return this.db
+      .prepare(
+        `SELECT ${versionColumns} FROM model_versions v JOIN models m ON m.id = v.model_id
+         WHERE v.model_id = ? AND v.version = ?`,
+      )
+      .get(modelId, version) as VersionRow | undefined;
+  }
+
+  createVersion(model: string, input: NewVersion): Promise<ModelVersion> {
+    const insert = this.db.transaction((): ModelVersion => {
+      const m = this.requireModelRow(model);
+      const { n } = this.db
+        .prepare(
+          'UPDATE models SET next_version = next_version + 1 WHERE id = ? RETURNING next_version - 1 AS n',
+        )
+        .get(m.id) as { n: number };
+      const result = this.db
+        .prepare(
+          `INSERT INTO model_versions (model_id, version, format, size_bytes, manifest_digest,
+             schema_json, metadata_json, tags_json, format_info_json, external_json,
+             signature_key_id, signature, lineage_run, lineage_dataset_uri,
+             lineage_dataset_version, lineage_experiment, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(
+          m.id,
+          n,
+          input.format,
+          input.sizeBytes,
+          input.manifestDigest,
+          input.schema === null ? null : JSON.stringify(input.schema),
+          JSON.stringify(input.metadata),
+          JSON.stringify(input.tags),
+          JSON.stringify(input.formatInfo),
+          input.external === null ? null : JSON.stringify(input.external),
+          input.signature?.keyId ?? null,
+          input.signature?.signature ?? null,
+          input.lineage.run ?? null,
+          input.lineage.datasetUri ?? null,
+          input.lineage.datasetVersion ?? null,
+          input.lineage.experiment ?? null,
+          isoAt(this.clock),
+        );
+      const versionId = Number(result.lastInsertRowid);
+      const addFile = this.db.prepare(
+        'INSERT INTO version_files (version_id, path, size, sha256) VALUES (?, ?, ?, ?)',
+      );
+      for (const f of input.files) addFile.run(versionId, f.path, f.size, f.sha256);
+      const row = this.versionRow(m.id, n);
+      if (row === undefined)
+        throw kilnError('KILN_INTERNAL', { reason: 'inserted version vanished' });
+      return this.hydrate(row);
+    });
+    return this.run(() => insert.immediate());
+  }
+
+  getVersion(
+    model: string,
+    version: number,
+    options: { readonly includeDeleted?: boolean } = {},
+  ): Promise<ModelVersion | null> {
+    return this.run(() => {
+      const m = this.modelRow(model);
+      if (m === undefined) return null;
+      const row = this.versionRow(m.id, version);
+      if (row === undefined) return null;
+      if (row.deleted_at !== null && options.includeDeleted !== true) return null;
+      return this.hydrate(row);
+    });
+  }
+
+  listVersions(
+    model: string,
+    request: PageRequest & { readonly includeDeleted?: boolean },
+  ): Promise<Page<ModelVersion>> {
+    return this.run(() => {
+      const m = this.requireModelRow(model);
+      const before =
+        request.pageToken === undefined
+          ? Number.MAX_SAFE_INTEGER
+          : cursorNumber(decodePageToken(request.pageToken), 'before');
+      const rows = this.db
+        .prepare(
+          `SELECT ${versionColumns} FROM model_versions v JOIN models m ON m.id = v.model_id
+             WHERE v.model_id = ? AND v.version < ? AND (? OR v.deleted_at IS NULL)
+             ORDER BY v.version DESC LIMIT ?`,
+        )
+        .all(
+          m.id,
+          before,
+          request.includeDeleted === true ? 1 : 0,
+          request.limit + 1,
+        ) as VersionRow[];
+      const more = rows.length > request.limit;
+      const page = rows.slice(0, request.limit);
+      const last = page.at(-1);
+      return {
+        items: page.map((r) => this.hydrate(r)),
+        nextPageToken:
+          more && last !== undefined ? encodePageToken({ before: last.version }) : null,
+      };
+    });
+  }
+
+  deleteVersion(model: string, version: number): Promise<ModelVersion> {
+    const remove = this.db.transaction((): ModelVersion => {
+      const m = this.requireModelRow(model);
+      const row = this.versionRow(m.id, version);
+      if (row === undefined || row.deleted_at !== null) {
+        throw kilnError('KILN_VERSION_NOT_FOUND', { model, version });
+      }
+      const users = this.aliasesOf(row.id).map((a) => `alias ${a}`);
+      if (users.length > 0) {
+        throw kilnError(
+          'KILN_VERSION_IN_USE',
+          { model, version, users: users.join(', ') },
+          { users },
+        );
+      }
+      this.db
+        .prepare('UPDATE model_versions SET deleted_at = ? WHERE id = ?')
+        .run(isoAt(this.clock), row.id);
+      const updated = this.versionRow(m.id, version);
+      if (updated === undefined)
+        throw kilnError('KILN_INTERNAL', { reason: 'deleted version vanished' });
+      return this.hydrate(updated);
+    });
+    return this.run(() => remove.immediate());
+  }
+
+  // ---------------------------------------------------------------- aliases
+
+  setAlias(
+    model: string,
+    alias: string,
+    version: number,
+  ): Promise<{ previousVersion: number | null }> {
+    const move = this.db.transaction((): { previousVersion: number | null } => {
+      const m = this.requireModelRow(model);
+      const target = this.versionRow(m.id, version);
+      if (target === undefined) throw kilnError('KILN_VERSION_NOT_FOUND', { model, version });
+      if (target.deleted_at !== null) throw kilnError('KILN_VERSION_DELETED', { model, version });
+      const previous = this.db
+        .prepare(
+          `SELECT v.version FROM aliases a JOIN model_versions v ON v.id = a.version_id
+           WHERE a.model_id = ? AND a.alias = ?`,
+        )
+        .get(m.id, alias) as { version: number } | undefined;
+      this.db
+        .prepare(
+          `INSERT INTO aliases (model_id, alias, version_id, updated_at) VALUES (?, ?, ?, ?)
+           ON CONFLICT (model_id, alias) DO UPDATE SET version_id = excluded.version_id,
+             updated_at = excluded.updated_at`,
+        )
+        .run(m.id, alias, target.id, isoAt(this.clock));
+      return { previousVersion: previous?.version ?? null };
+    });
+    return this.run(() => move.immediate());
+  }
+
+  deleteAlias(model: string, alias: string): Promise<AliasEntry | null> {
+    const remove = this.db.transaction((): AliasEntry | null => {
+      const m = this.requireModelRow(model);
+      const row = this.db
+        .prepare(
+          `SELECT a.alias, v.version, a.updated_at FROM aliases a
+           JOIN model_versions v ON v.id = a.version_id WHERE a.model_id = ? AND a.alias = ?`,
+        )
+        .get(m.id, alias) as { alias: string; version: number; updated_at: string } | undefined;
+      if (row === undefined) return null;
+      this.db.prepare('DELETE FROM aliases WHERE model_id = ? AND alias = ?').run(m.id, alias);
+      return { alias: row.alias, version: row.version, updatedAt: row.updated_at };
+    });
+    return this.run(() => remove.immediate());
+  }
+
+  listAliases(model: string): Promise<readonly AliasEntry[]> {
+    return this.run(() => {
+      const m = this.requireModelRow(model);
+      const rows = this.db
+        .prepare(
+          `SELECT a.alias, v.version, a.updated_at FROM aliases a
+             JOIN model_versions v ON v.id = a.version_id WHERE a.model_id = ? ORDER BY a.alias`,
+        )
+        .all(m.id) as { alias: string; version: number; updated_at: string }[];
+      return rows.map((r) => ({ alias: r.alias, version: r.version, updatedAt: r.updated_at }));
+    });
+  }
+
+  resolveAlias(model: string, alias: string): Promise<number | null> {
+    return this.run(() => {
+      const row = this.db
+        .prepare(
+          `SELECT v.version FROM aliases a JOIN models m ON m.id = a.model_id
+             JOIN model_versions v ON v.id = a.version_id WHERE m.name = ? AND a.alias = ?`,
+        )
+        .get(model, alias) as { version: number } | undefined;
+      return row?.version ?? null;
+    });
+  }
+
+  // ---------------------------------------------------------------- lineage and blobs
+
+  findByLineage(query: LineageQuery, request: PageRequest): Promise<Page<ModelVersion>> {
+    return this.run(() => {
+      const after =
+        request.pageToken === undefined
+          ? 0
+          : cursorNumber(decodePageToken(request.pageToken), 'after');
+      const rows = this.db
+        .prepare(
+          `SELECT ${versionColumns} FROM model_versions v JOIN models m ON m.id = v.model_id
+             WHERE v.deleted_at IS NULL AND v.id > ?
+               AND (? IS NULL OR v.lineage_run = ?)
+               AND (? IS NULL OR v.lineage_dataset_uri = ?)
+               AND (? IS NULL OR v.lineage_dataset_version = ?)
+               AND (? IS NULL OR v.lineage_experiment = ?)
+             ORDER BY v.id LIMIT ?`,
+        )
+        .all(
+          after,
+          ...[query.run, query.datasetUri, query.datasetVersion, query.experiment].flatMap((q) => [
+            q ?? null,
+            q ?? null,
+          ]),
+          request.limit + 1,
+        ) as VersionRow[];
+      const more = rows.length > request.limit;
+      const page = rows.slice(0, request.limit);
+      const last = page.at(-1);
+      return {
+        items: page.map((r) => this.hydrate(r)),
+        nextPageToken: more && last !== undefined ? encodePageToken({ after: last.id }) : null,
+      };
+    });
+  }
+
+  liveBlobDigests(): Promise<ReadonlySet<string>> {
+    return this.run(() => {
+      const rows = this.db
+        .prepare(
+          `SELECT DISTINCT f.sha256 FROM version_files f
+             JOIN model_versions v ON v.id = f.version_id WHERE v.deleted_at IS NULL`,
+        )
+        .all() as { sha256: string }[];
+      return new Set(rows.map((r) => r.sha256));
+    });
+  }
+
+  // ---------------------------------------------------------------- signing
+
+  addTrustedKey(key: Omit<TrustedKey, 'createdAt'>): Promise<TrustedKey> {
+    return this.run(() => {
+      try {
+        this.db
+          .prepare(
+            'INSERT INTO trusted_keys (key_id, name, team, public_key, created_at) VALUES (?, ?, ?, ?, ?)',
+          )
+          .run(key.keyId, key.name, key.team, key.publicKey, isoAt(this.clock));
+      } catch (error) {
+        if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+          throw kilnError('KILN_KEY_EXISTS', { key: key.keyId });
+        }
+        throw error;
+      }
+      const row = this.db
+        .prepare('SELECT * FROM trusted_keys WHERE key_id = ?')
+        .get(key.keyId) as TrustedKeyRow;
+      return toTrustedKey(row);
+    });
+  }
+
+  getTrustedKey(keyId: string): Promise<TrustedKey | null> {
+    return this.run(() => {
+      const row = this.db.prepare('SELECT * FROM trusted_keys WHERE key_id = ?').get(keyId) as
+        TrustedKeyRow | undefined;
+      return row === undefined ? null : toTrustedKey(row);
+    });
+  }
+
+  listTrustedKeys(): Promise<readonly TrustedKey[]> {
+    return this.run(() =>
+      (
+        this.db.prepare('SELECT * FROM trusted_keys ORDER BY name, key_id').all() as TrustedKeyRow[]
+      ).map(toTrustedKey),
+    );
+  }
+
+  removeTrustedKey(keyId: string): Promise<TrustedKey | null> {
+    return this.run(() => {
+      const row = this.db
+        .prepare('DELETE FROM trusted_keys WHERE key_id = ? RETURNING *')
+        .get(keyId) as TrustedKeyRow | undefined;
+      return row === undefined ? null : toTrustedKey(row);
+    });
+  }
+
+  getSigningPolicy(): Promise<SigningPolicy> {
+    return this.run(() => this.readPolicy());
+  }
+
+  private readPolicy(): SigningPolicy {
+    const rows = this.db
+      .prepare('SELECT scope, require_signature FROM signing_policy ORDER BY scope')
+      .all() as {
+      scope: string;
+      require_signature: number;
+    }[];
+    const global = rows.find((r) => r.scope === '*');
+    return {
+      requireSignature: global?.require_signature === 1,
+      teams: Object.fromEntries(
+        rows
+          .filter((r) => r.scope !== '*')
+          .map((r) => [r.scope, { requireSignature: r.require_signature === 1 }]),
+      ),
+    };
+  }
+
+  setSigningPolicy(team: string | null, requireSignature: boolean): Promise<SigningPolicy> {
+    return this.run(() => {
+      this.db
+        .prepare(
+          `INSERT INTO signing_policy (scope, require_signature) VALUES (?, ?)
+             ON CONFLICT (scope) DO UPDATE SET require_signature = excluded.require_signature`,
+        )
+        .run(team ?? '*', requireSignature ? 1 : 0);
+      return this.readPolicy();
+    });
+  }
+}

@@ -1,0 +1,102 @@
+// The control plane's state, behind one interface. SQLite (embedded, default) implements it
+// today; PostgreSQL will for the Kubernetes backend. Callers see only this file, and every
+// method is async so a networked implementation fits without touching them.
+//
+// Conflicts the caller can cause (a taken name, an alias on a deleted version) are thrown as
+// KilnError with a registry code; "not found" is a null return.
+
+import type {
+  AliasEntry,
+  ExternalSpec,
+  Lineage,
+  ManifestFile,
+  ManifestSignature,
+  Model,
+  ModelFormat,
+  ModelSchema,
+  ModelVersion,
+  Page,
+  SigningPolicy,
+  TrustedKey,
+  VersionMetadata,
+} from '../registry/types.ts';
+import type { FormatInfo } from '../registry/formats/artifact-file.ts';
+
+export interface NewModel {
+  readonly name: string;
+  readonly team: string;
+  readonly description: string;
+}
+
+export interface NewVersion {
+  readonly format: ModelFormat;
+  readonly files: readonly ManifestFile[];
+  readonly sizeBytes: number;
+  readonly manifestDigest: string;
+  readonly schema: ModelSchema | null;
+  readonly metadata: VersionMetadata;
+  readonly lineage: Lineage;
+  readonly tags: Readonly<Record<string, string>>;
+  readonly formatInfo: FormatInfo;
+  readonly external: ExternalSpec | null;
+  readonly signature: ManifestSignature | null;
+}
+
+export interface PageRequest {
+  /** 1..500 */
+  readonly limit: number;
+  readonly pageToken?: string | undefined;
+}
+
+export interface LineageQuery {
+  readonly run?: string | undefined;
+  readonly datasetUri?: string | undefined;
+  readonly datasetVersion?: string | undefined;
+  readonly experiment?: string | undefined;
+}
+
+export interface Store {
+  readonly kind: 'sqlite' | 'postgres';
+  close(): Promise<void>;
+
+  createModel(model: NewModel): Promise<Model>;
+  getModel(name: string): Promise<Model | null>;
+  listModels(request: PageRequest & { readonly team?: string | undefined }): Promise<Page<Model>>;
+
+  /** Assigns the model's next version number atomically, across processes. */
+  createVersion(model: string, version: NewVersion): Promise<ModelVersion>;
+  getVersion(
+    model: string,
+    version: number,
+    options?: { readonly includeDeleted?: boolean },
+  ): Promise<ModelVersion | null>;
+  listVersions(
+    model: string,
+    request: PageRequest & { readonly includeDeleted?: boolean },
+  ): Promise<Page<ModelVersion>>;
+  /** Soft delete; refused with KILN_VERSION_IN_USE while anything points at the version. */
+  deleteVersion(model: string, version: number): Promise<ModelVersion>;
+
+  setAlias(
+    model: string,
+    alias: string,
+    version: number,
+  ): Promise<{ previousVersion: number | null }>;
+  deleteAlias(model: string, alias: string): Promise<AliasEntry | null>;
+  listAliases(model: string): Promise<readonly AliasEntry[]>;
+  resolveAlias(model: string, alias: string): Promise<number | null>;
+
+  findByLineage(query: LineageQuery, request: PageRequest): Promise<Page<ModelVersion>>;
+
+  /** Digests of every blob that a live (not deleted) version references. */
+  liveBlobDigests(): Promise<ReadonlySet<string>>;
+
+  addTrustedKey(key: Omit<TrustedKey, 'createdAt'>): Promise<TrustedKey>;
+  getTrustedKey(keyId: string): Promise<TrustedKey | null>;
+  listTrustedKeys(): Promise<readonly TrustedKey[]>;
+  removeTrustedKey(keyId: string): Promise<TrustedKey | null>;
+
+  getSigningPolicy(): Promise<SigningPolicy>;
+  /** team null = the global setting. */
+  setSigningPolicy(team: string | null, requireSignature: boolean): Promise<SigningPolicy>;
+}

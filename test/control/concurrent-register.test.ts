@@ -1,0 +1,66 @@
+// Two real platform processes on one home register versions of the same model at the same
+// time: every request succeeds and the versions are exactly 1..N, no duplicate, no gap.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { call, readArtifact, register } from '../helpers/platform.ts';
+import { tempDir } from '../helpers/temp-dir.ts';
+
+const root = new URL('../../', import.meta.url).pathname;
+const fixtures = `${root}fixtures/registry/`;
+
+async function startProcess(home: string): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, ['bin/kiln.js', 'up', '--port', '0', '--home', home], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const lines = createInterface({ input: child.stdout });
+  const url = await new Promise<string>((resolve, reject) => {
+    lines.on('line', (line) => {
+      const match = /Kiln API listening on (http:\/\/\S+)/.exec(line);
+      if (match) resolve(match[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`kiln up exited ${code}: ${stderr}`)));
+  });
+  return { url, child };
+}
+
+test('two processes registering versions of one model concurrently get distinct consecutive numbers', async (t) => {
+  const home = await tempDir('kiln-concurrent-');
+  const [a, b] = await Promise.all([startProcess(home), startProcess(home)]);
+  t.after(() => {
+    a.child.kill('SIGTERM');
+    b.child.kill('SIGTERM');
+  });
+  assert.notEqual(a.url, b.url);
+  const files = await readArtifact(`${fixtures}xgb-binary.json`);
+  await call(a.url, 'POST', '/api/v1/models', { name: 'shared' });
+  // Warm both servers up so the race below is between registrations, not startups.
+  assert.equal((await register(a.url, 'shared', 'xgboost', files)).status, 201);
+  assert.equal((await register(b.url, 'shared', 'xgboost', files)).status, 201);
+
+  const perProcess = 25;
+  const results = await Promise.all(
+    Array.from({ length: perProcess * 2 }, (_, i) =>
+      register(i % 2 === 0 ? a.url : b.url, 'shared', 'xgboost', files),
+    ),
+  );
+  for (const r of results) assert.equal(r.status, 201, JSON.stringify(r.body));
+  const numbers = results.map((r) => (r.body as { version: number }).version).sort((x, y) => x - y);
+  assert.deepEqual(
+    numbers,
+    Array.from({ length: perProcess * 2 }, (_, i) => i + 3),
+  );
+  const model = (await call(b.url, 'GET', '/api/v1/models/shared')).body as {
+    latestVersion: number;
+    versionCount: number;
+  };
+  assert.deepEqual(
+    [model.latestVersion, model.versionCount],
+    [perProcess * 2 + 2, perProcess * 2 + 2],
+  );
+});

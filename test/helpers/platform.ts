@@ -1,0 +1,130 @@
+// Starts a real platform on a loopback port in a temp home, and a tiny HTTP client for it.
+
+import { createHash } from 'node:crypto';
+import { readFile, readdir, stat } from 'node:fs/promises';
+import { join, relative, sep } from 'node:path';
+import { after } from 'node:test';
+import { startPlatform, type RunningPlatform } from '../../src/control/start-platform.ts';
+import { tempDir } from './temp-dir.ts';
+
+export interface TestPlatform extends RunningPlatform {
+  readonly home: string;
+}
+
+export async function testPlatform(
+  options: { maxUploadBytes?: number } = {},
+): Promise<TestPlatform> {
+  const home = await tempDir('kiln-home-');
+  const platform = await startPlatform({ home, host: '127.0.0.1', port: 0, dev: true, ...options });
+  after(() => platform.close());
+  return Object.assign(platform, { home });
+}
+
+export interface JsonResponse {
+  readonly status: number;
+  readonly body: unknown;
+  readonly headers: Headers;
+}
+
+export async function call(
+  url: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<JsonResponse> {
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (body !== undefined) {
+    init.body =
+      typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body);
+    if (!('content-type' in headers))
+      (init.headers as Record<string, string>)['content-type'] = 'application/json';
+  }
+  const response = await fetch(url + path, init);
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text.length > 0 ? JSON.parse(text) : null;
+  } catch {
+    // leave as text
+  }
+  return { status: response.status, body: parsed, headers: response.headers };
+}
+
+export function errorCode(response: JsonResponse): string | undefined {
+  const body = response.body as { error?: { code?: string } } | null;
+  return body?.error?.code;
+}
+
+export function sha256(data: Uint8Array | string): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+export interface LocalFile {
+  readonly path: string;
+  readonly size: number;
+  readonly sha256: string;
+  readonly data: Buffer;
+}
+
+/** Reads a file or a folder into manifest entries (paths relative, POSIX). */
+export async function readArtifact(path: string, name?: string): Promise<LocalFile[]> {
+  const info = await stat(path);
+  if (info.isFile()) {
+    const data = await readFile(path);
+    return [
+      {
+        path: name ?? path.split(sep).at(-1) ?? 'file',
+        size: data.length,
+        sha256: sha256(data),
+        data,
+      },
+    ];
+  }
+  const out: LocalFile[] = [];
+  async function walk(dir: string): Promise<void> {
+    for (const entry of (await readdir(dir, { withFileTypes: true })).sort((a, b) =>
+      a.name.localeCompare(b.name),
+    )) {
+      const full = join(dir, entry.name);
+      if (entry.isDirectory()) await walk(full);
+      else {
+        const data = await readFile(full);
+        out.push({
+          path: relative(path, full).split(sep).join('/'),
+          size: data.length,
+          sha256: sha256(data),
+          data,
+        });
+      }
+    }
+  }
+  await walk(path);
+  return out;
+}
+
+/** Uploads blobs, then creates the version; returns the version response. */
+export async function register(
+  url: string,
+  model: string,
+  format: string,
+  files: readonly LocalFile[],
+  extra: Record<string, unknown> = {},
+): Promise<JsonResponse> {
+  const created = await call(url, 'POST', '/api/v1/models', { name: model });
+  if (created.status !== 201 && errorCode(created) !== 'KILN_MODEL_EXISTS') {
+    throw new Error(`could not create model: ${JSON.stringify(created.body)}`);
+  }
+  for (const f of files) {
+    const put = await call(url, 'PUT', `/api/v1/blobs/${f.sha256}`, f.data, {
+      'content-type': 'application/octet-stream',
+    });
+    if (put.status !== 201 && put.status !== 200)
+      throw new Error(`upload failed: ${JSON.stringify(put.body)}`);
+  }
+  return call(url, 'POST', `/api/v1/models/${model}/versions`, {
+    format,
+    files: files.map(({ path, size, sha256: digest }) => ({ path, size, sha256: digest })),
+    ...extra,
+  });
+}
