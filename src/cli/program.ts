@@ -1,0 +1,67 @@
+// The `kiln` command tree and its runner. Usage errors (unknown command or option, missing
+// argument, bad choice) are commander's; they are rendered like every other error, as one
+// `error: … (KILN_USAGE)` line plus a hint, and exit 2.
+
+import { readFileSync } from 'node:fs';
+import { Command } from 'commander';
+import { registerGcCommand } from './commands/gc.ts';
+import { registerHealthCommand } from './commands/health.ts';
+import { registerKeysCommands } from './commands/keys.ts';
+import { registerModelsCommands } from './commands/models.ts';
+import { registerPolicyCommands } from './commands/policy.ts';
+import { registerUpCommand } from './commands/up.ts';
+import { renderError } from './errors.ts';
+
+function packageVersion(): string {
+  const text = readFileSync(new URL('../../package.json', import.meta.url), 'utf8');
+  return (JSON.parse(text) as { version: string }).version;
+}
+
+export function buildProgram(): Command {
+  const program = new Command('kiln')
+    .description('Kiln: register, sign and serve models')
+    .version(packageVersion(), '-V, --version')
+    .option('--url <url>', 'platform URL (default: $KILN_URL or http://127.0.0.1:8080)')
+    .option('--home <dir>', 'Kiln home folder for `up` and keys (default: $KILN_HOME or ./.kiln)')
+    .showSuggestionAfterError(true)
+    .configureHelp({ showGlobalOptions: true })
+    // Errors are rendered by runCli from the thrown CommanderError, so print none here.
+    .configureOutput({ outputError: () => undefined })
+    .exitOverride();
+  // Subcommands copy these settings when created, so configure before registering.
+  registerUpCommand(program);
+  registerModelsCommands(program);
+  registerKeysCommands(program);
+  registerPolicyCommands(program);
+  registerGcCommand(program);
+  registerHealthCommand(program);
+  return program;
+}
+
+/** Runs one command line (without `node kiln`); returns the exit code. */
+export async function runCli(args: readonly string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync([...args], { from: 'user' });
+    return 0;
+  } catch (error) {
+    const rendered = renderError(error, commandPath(program, args));
+    process.stderr.write(rendered.text);
+    return rendered.exitCode;
+  }
+}
+
+/** `kiln models register` for `models register x --name y`: the deepest command named. */
+export function commandPath(program: Command, args: readonly string[]): string {
+  const names = [program.name()];
+  let current = program;
+  for (const arg of args) {
+    if (arg.startsWith('-')) continue;
+    // Option values (`--url x`) and operands match no command; skip them.
+    const next = current.commands.find((c) => c.name() === arg || c.aliases().includes(arg));
+    if (next === undefined) continue;
+    names.push(next.name());
+    current = next;
+  }
+  return names.join(' ');
+}

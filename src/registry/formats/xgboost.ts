@@ -1,0 +1,269 @@
+// XGBoost artifacts: exactly one model file saved by `Booster.save_model`, as text JSON or
+// UBJSON (`.json` / `.ubj`; which one is decided by content, since both start with `{`). The
+// legacy binary format (`.model`, `.bst`) is refused: it has no schema to check.
+//
+// The document (the same tree in both encodings; numbers in params are strings):
+//   { "version": [1, 7, 4],
+//     "learner": { "feature_names": [...], "objective": { "name": "binary:logistic", ... },
+//       "learner_model_param": { "num_feature": "5", "num_class": "0", "base_score": "5E-1" },
+//       "gradient_booster": { "name": "gbtree",
+//         "model": { "gbtree_model_param": { "num_trees": "10" }, "trees": [...] } } } }
+// dart nests the gbtree under "gbtree"; gblinear keeps "model.weights" and has no trees.
+
+import type { ArtifactFile, FormatCheck } from './artifact-file.ts';
+import { readWholeFile } from './read-whole-file.ts';
+import { decodeUbjson } from './ubjson.ts';
+
+/** Whole-file parse limit: JSON.parse needs the text as one string. */
+const maxModelBytes = 256 << 20;
+const maxFeatureNamesInInfo = 1000;
+
+class XgboostError extends Error {}
+
+export async function validateXgboost(files: readonly ArtifactFile[]): Promise<FormatCheck> {
+  const candidates = files.filter((file) => /\.(json|ubj)$/i.test(file.path));
+  const file = candidates[0];
+  if (file === undefined || candidates.length > 1) {
+    const legacy = files.find((f) => /\.(model|bst|bin|deprecated)$/i.test(f.path));
+    const hint =
+      legacy === undefined
+        ? ''
+        : `; if ${legacy.path} is XGBoost's legacy binary format, re-save it with booster.save_model('model.ubj')`;
+    const found = candidates.length === 0 ? 'none' : candidates.map((f) => f.path).join(', ');
+    return {
+      ok: false,
+      reason: `an XGBoost artifact needs exactly one model file saved as .json or .ubj; found ${found}${hint}`,
+    };
+  }
+  const whole = await readWholeFile(file, maxModelBytes, 'the XGBoost model');
+  if (!whole.ok) return { ...whole, path: file.path };
+  const root = decode(whole.bytes);
+  if (!root.ok) return { ok: false, reason: `${file.path}: ${root.reason}`, path: file.path };
+  try {
+    return { ok: true, info: checkModel(root.value) };
+  } catch (error) {
+    if (!(error instanceof XgboostError)) throw error;
+    return {
+      ok: false,
+      reason: `${file.path}: not an XGBoost model: ${error.message}`,
+      path: file.path,
+    };
+  }
+}
+
+function decode(bytes: Buffer): { ok: true; value: unknown } | { ok: false; reason: string } {
+  const encoding = sniff(bytes);
+  if (encoding === null)
+    return { ok: false, reason: 'not a JSON or UBJSON object (it does not start with {)' };
+  if (encoding === 'json') {
+    try {
+      return { ok: true, value: JSON.parse(bytes.toString('utf8')) as unknown };
+    } catch (error) {
+      return {
+        ok: false,
+        reason: `not valid JSON (${error instanceof Error ? error.message : String(error)})`,
+      };
+    }
+  }
+  const result = decodeUbjson(bytes);
+  return result.ok ? result : { ok: false, reason: `not valid UBJSON (${result.reason})` };
+}
+
+/** Text JSON: optional BOM and whitespace, `{`, whitespace, then `"` or `}`. UBJSON has a
+ * length marker (i U I l L), `$` or `#` right after its `{`. */
+function sniff(bytes: Buffer): 'json' | 'ubjson' | null {
+  const isSpace = (b: number | undefined): boolean =>
+    b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+  let i = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+  while (isSpace(bytes[i])) i += 1;
+  if (bytes[i] !== 0x7b /* { */) return null;
+  if (i > 0) return 'json';
+  i += 1;
+  while (isSpace(bytes[i])) i += 1;
+  return bytes[i] === 0x22 || bytes[i] === 0x7d || i > 1 ? 'json' : 'ubjson';
+}
+
+function checkModel(root: unknown): Record<string, unknown> {
+  const learner = object(root, 'learner');
+  const version = numberArray(field(root, 'version'), 'version');
+  if (version.length < 2) throw new XgboostError('version must list major, minor and patch');
+  const booster = string(
+    field(learner, 'gradient_booster'),
+    'name',
+    'learner.gradient_booster.name',
+  );
+  const objective = string(field(learner, 'objective'), 'name', 'learner.objective.name');
+  const params = object(learner, 'learner_model_param', 'learner.learner_model_param');
+  const numFeature = count(params, 'num_feature');
+  const numClass = count(params, 'num_class');
+  const baseScore = parseBaseScore(field(params, 'base_score'));
+
+  let numTrees: number;
+  switch (booster) {
+    case 'gbtree':
+      numTrees = checkTrees(
+        field(field(learner, 'gradient_booster'), 'model'),
+        numFeature,
+        'gradient_booster.model',
+      );
+      break;
+    case 'dart': {
+      const inner = field(field(learner, 'gradient_booster'), 'gbtree');
+      numTrees = checkTrees(field(inner, 'model'), numFeature, 'gradient_booster.gbtree.model');
+      break;
+    }
+    case 'gblinear':
+      if (
+        arrayLength(field(field(field(learner, 'gradient_booster'), 'model'), 'weights')) === null
+      ) {
+        throw new XgboostError('learner.gradient_booster.model.weights is missing');
+      }
+      numTrees = 0;
+      break;
+    default:
+      throw new XgboostError(`unknown booster '${booster}' (expected gbtree, dart or gblinear)`);
+  }
+
+  const info: Record<string, unknown> = {
+    xgboostVersion: Array.from(version).join('.'),
+    booster,
+    objective,
+    numFeature,
+    numClass,
+    numTrees,
+    baseScore,
+  };
+  const names = field(learner, 'feature_names');
+  if (Array.isArray(names) && names.length > 0) {
+    if (!names.every((name) => typeof name === 'string')) {
+      throw new XgboostError('learner.feature_names must be strings');
+    }
+    if (names.length !== numFeature) {
+      throw new XgboostError(
+        `learner.feature_names has ${names.length} names but num_feature is ${numFeature}`,
+      );
+    }
+    if (names.length <= maxFeatureNamesInInfo) info['featureNames'] = names;
+  }
+  return info;
+}
+
+/** Checks the tree list's counts and each tree's node arrays; returns the number of trees. */
+function checkTrees(model: unknown, numFeature: number, where: string): number {
+  const declared = count(
+    field(model, 'gbtree_model_param'),
+    'num_trees',
+    `${where}.gbtree_model_param.num_trees`,
+  );
+  const trees = field(model, 'trees');
+  if (!Array.isArray(trees)) throw new XgboostError(`${where}.trees is missing`);
+  if (trees.length !== declared) {
+    throw new XgboostError(`num_trees says ${declared} but ${where}.trees holds ${trees.length}`);
+  }
+  const treeInfo = arrayLength(field(model, 'tree_info'));
+  if (treeInfo !== null && treeInfo !== declared) {
+    throw new XgboostError(`${where}.tree_info has ${treeInfo} entries for ${declared} trees`);
+  }
+  trees.forEach((tree: unknown, index) => {
+    const at = `tree ${index}`;
+    const numNodes = count(field(tree, 'tree_param'), 'num_nodes', `${at} tree_param.num_nodes`);
+    const left = numberArray(field(tree, 'left_children'), `${at} left_children`);
+    const right = numberArray(field(tree, 'right_children'), `${at} right_children`);
+    const splits = numberArray(field(tree, 'split_indices'), `${at} split_indices`);
+    for (const [name, list] of [
+      ['left_children', left],
+      ['right_children', right],
+      ['split_indices', splits],
+    ] as const) {
+      if (list.length !== numNodes) {
+        throw new XgboostError(`${at} has ${list.length} ${name} for ${numNodes} nodes`);
+      }
+    }
+    for (let node = 0; node < numNodes; node += 1) {
+      const l = left[node] ?? -1;
+      const r = right[node] ?? -1;
+      if (l < -1 || l >= numNodes || r < -1 || r >= numNodes || (l === -1) !== (r === -1)) {
+        throw new XgboostError(`${at} node ${node} has invalid children ${l} and ${r}`);
+      }
+      const feature = splits[node] ?? 0;
+      if (l !== -1 && (feature < 0 || feature >= numFeature)) {
+        throw new XgboostError(
+          `${at} node ${node} splits on feature ${feature}, but num_feature is ${numFeature}`,
+        );
+      }
+    }
+  });
+  return declared;
+}
+
+/** "5E-1" (XGBoost 1.x/2.x) or "[5E-1]" / "[1E-1,2E-1]" (3.x, one per target). */
+function parseBaseScore(value: unknown): number | number[] {
+  if (typeof value !== 'string')
+    throw new XgboostError('learner.learner_model_param.base_score is missing');
+  const text = value.trim();
+  const parts = (text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text).split(',');
+  const numbers = parts.map((part) => (part.trim() === '' ? Number.NaN : Number(part)));
+  if (numbers.some((n) => !Number.isFinite(n))) {
+    throw new XgboostError(`learner.learner_model_param.base_score '${value}' is not a number`);
+  }
+  return numbers.length === 1 ? (numbers[0] ?? 0) : numbers;
+}
+
+function field(value: unknown, key: string): unknown {
+  if (
+    typeof value !== 'object' ||
+    value === null ||
+    Array.isArray(value) ||
+    ArrayBuffer.isView(value)
+  ) {
+    return undefined;
+  }
+  return Object.hasOwn(value, key) ? (value as Record<string, unknown>)[key] : undefined;
+}
+
+function object(parent: unknown, key: string, label = key): Record<string, unknown> {
+  const value = field(parent, key);
+  if (
+    typeof value !== 'object' ||
+    value === null ||
+    Array.isArray(value) ||
+    ArrayBuffer.isView(value)
+  ) {
+    throw new XgboostError(`${label} is missing or not an object`);
+  }
+  return value as Record<string, unknown>;
+}
+
+function string(parent: unknown, key: string, label: string): string {
+  const value = field(parent, key);
+  if (typeof value !== 'string' || value === '') throw new XgboostError(`${label} is missing`);
+  return value;
+}
+
+/** A non-negative integer stored as a string (XGBoost's params) or a number. */
+function count(parent: unknown, key: string, label = `learner.learner_model_param.${key}`): number {
+  const value = field(parent, key);
+  const number = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
+  if (typeof number !== 'number' || !Number.isSafeInteger(number) || number < 0) {
+    throw new XgboostError(`${label} is missing or not a non-negative integer`);
+  }
+  return number;
+}
+
+function arrayLength(value: unknown): number | null {
+  if (Array.isArray(value)) return value.length;
+  if (ArrayBuffer.isView(value) && !(value instanceof DataView))
+    return (value as unknown as ArrayLike<unknown>).length;
+  return null;
+}
+
+/** A JSON number array or a UBJSON typed array, as plain numbers. */
+function numberArray(value: unknown, label: string): ArrayLike<number> {
+  if (value instanceof BigInt64Array) return Array.from(value, Number);
+  if (ArrayBuffer.isView(value) && !(value instanceof DataView))
+    return value as unknown as ArrayLike<number>;
+  if (Array.isArray(value) && value.every((item): item is number => typeof item === 'number')) {
+    return value;
+  }
+  throw new XgboostError(`${label} is missing or not a list of numbers`);
+}
