@@ -108,6 +108,8 @@ export interface CreateVersionBody {
   tags?: Record<string, string>;
   external?: ExternalTarget;
   signature?: Signature;
+  /** Create the model along with this version if it does not exist yet. */
+  createModel?: { team?: string; description?: string };
 }
 
 export interface AliasMove {

@@ -5,7 +5,7 @@
 
 import { kilnError } from '../core/errors.ts';
 import type { Clock } from '../core/clock.ts';
-import type { Store } from '../store/store.ts';
+import type { NewModel, Store } from '../store/store.ts';
 import type { ArtifactStore, GcResult } from './artifact-store.ts';
 import { checkArtifactPaths } from './artifact-paths.ts';
 import { manifestDigest, type ManifestSubject } from './manifest.ts';
@@ -36,6 +36,8 @@ export interface RegisterVersionRequest {
   readonly tags?: Readonly<Record<string, string>> | undefined;
   readonly external?: ExternalSpec | undefined;
   readonly signature?: ManifestSignature | undefined;
+  /** Create the model if it does not exist, atomically with the version. */
+  readonly createModel?: { readonly team?: string; readonly description?: string } | undefined;
 }
 
 export interface VerifyResult {
@@ -73,7 +75,20 @@ export class Registry {
    * fails any check leaves no trace but the blobs it uploaded (reclaimed by gc).
    */
   async registerVersion(modelName: string, request: RegisterVersionRequest): Promise<ModelVersion> {
-    const model = await this.requireModel(modelName);
+    let model = await this.store.getModel(modelName);
+    let createModel: NewModel | undefined;
+    if (model === null) {
+      if (request.createModel === undefined)
+        throw kilnError('KILN_MODEL_NOT_FOUND', { model: modelName });
+      createModel = {
+        name: modelName,
+        team: request.createModel.team ?? 'default',
+        description: request.createModel.description ?? '',
+      };
+      checkName('model', createModel.name);
+      checkName('team', createModel.team);
+      model = { ...createModel, createdAt: '', latestVersion: null, versionCount: 0, aliases: {} };
+    }
     const files = [...request.files].sort((a, b) =>
       a.path < b.path ? -1 : a.path > b.path ? 1 : 0,
     );
@@ -99,19 +114,23 @@ export class Registry {
     const subject: ManifestSubject = { model: model.name, format: request.format, files };
     await enforceSignaturePolicy(this.store, model.team, subject, request.signature ?? null);
 
-    return this.store.createVersion(model.name, {
-      format: request.format,
-      files,
-      sizeBytes: files.reduce((sum, f) => sum + f.size, 0),
-      manifestDigest: manifestDigest(subject),
-      schema: request.schema ?? null,
-      metadata: request.metadata ?? {},
-      lineage: request.lineage ?? {},
-      tags: request.tags ?? {},
-      formatInfo: check.info,
-      external: request.external ?? null,
-      signature: request.signature ?? null,
-    });
+    return this.store.createVersion(
+      model.name,
+      {
+        format: request.format,
+        files,
+        sizeBytes: files.reduce((sum, f) => sum + f.size, 0),
+        manifestDigest: manifestDigest(subject),
+        schema: request.schema ?? null,
+        metadata: request.metadata ?? {},
+        lineage: request.lineage ?? {},
+        tags: request.tags ?? {},
+        formatInfo: check.info,
+        external: request.external ?? null,
+        signature: request.signature ?? null,
+      },
+      createModel === undefined ? {} : { createModel },
+    );
   }
 
   private async checkBlobs(files: readonly ManifestFile[]): Promise<void> {

@@ -63,8 +63,15 @@ export interface Store {
   getModel(name: string): Promise<Model | null>;
   listModels(request: PageRequest & { readonly team?: string | undefined }): Promise<Page<Model>>;
 
-  /** Assigns the model's next version number atomically, across processes. */
-  createVersion(model: string, version: NewVersion): Promise<ModelVersion>;
+  /**
+   * Assigns the model's next version number atomically, across processes. With
+   * `createModel`, a model that does not exist yet is created in the same transaction.
+   */
+  createVersion(
+    model: string,
+    version: NewVersion,
+    options?: { readonly createModel?: NewModel },
+  ): Promise<ModelVersion>;
   getVersion(
     model: string,
     version: number,

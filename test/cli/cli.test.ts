@@ -328,6 +328,8 @@ void test('pickles are refused: loading them executes code', async () => {
   );
   assert.match(stderr, /KILN_UNSAFE_ARTIFACT/);
   assert.match(stderr, /execut\w* (arbitrary )?code/);
+  // the refused first version did not leave an empty model behind
+  assert.match(await fails(['models', 'show', 'legacy'], 1), /KILN_MODEL_NOT_FOUND/);
 });
 
 void test('signing: keys create + trust, policy require, unsigned refused, signed accepted, verify', async () => {
@@ -386,7 +388,7 @@ void test('signing: keys create + trust, policy require, unsigned refused, signe
   assert.deepEqual([verified.ok, verified.files, verified.signature], [true, 1, 'valid']);
   assert.match(
     await ok(['models', 'verify', 'mlp:2']),
-    /^verified mlp:2: 1 files, .* intact, signature valid$/m,
+    /^verified mlp:2: 1 file, .* intact, signature valid$/m,
   );
 
   assert.match(

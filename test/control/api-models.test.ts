@@ -340,3 +340,52 @@ test('metadata, lineage and tags are stored, and lineage queries find versions a
     'KILN_VALIDATION_FAILED',
   );
 });
+
+test('createModel makes the model together with its first version, and a refused registration leaves no model', async () => {
+  const { url } = await testPlatform();
+  const files = await readArtifact(`${fixtures}xgb-binary.json`);
+  for (const f of files) {
+    await call(url, 'PUT', `/api/v1/blobs/${f.sha256}`, f.data, {
+      'content-type': 'application/octet-stream',
+    });
+  }
+  const manifest = files.map(({ path, size, sha256 }) => ({ path, size, sha256 }));
+  const absent = await call(url, 'POST', '/api/v1/models/new-model/versions', {
+    format: 'xgboost',
+    files: manifest,
+  });
+  assert.equal(errorCode(absent), 'KILN_MODEL_NOT_FOUND');
+
+  const refused = await call(url, 'POST', '/api/v1/models/new-model/versions', {
+    format: 'onnx',
+    files: manifest,
+    createModel: { team: 'risk' },
+  });
+  assert.equal(errorCode(refused), 'KILN_INVALID_ARTIFACT');
+  assert.equal(
+    errorCode(await call(url, 'GET', '/api/v1/models/new-model')),
+    'KILN_MODEL_NOT_FOUND',
+  );
+
+  const created = await call(url, 'POST', '/api/v1/models/new-model/versions', {
+    format: 'xgboost',
+    files: manifest,
+    createModel: { team: 'risk', description: 'made with its first version' },
+  });
+  assert.equal(created.status, 201);
+  const model = (await call(url, 'GET', '/api/v1/models/new-model')).body as ModelBody & {
+    team: string;
+  };
+  assert.deepEqual([model.team, model.latestVersion], ['risk', 1]);
+  // createModel is ignored once the model exists
+  const again = await call(url, 'POST', '/api/v1/models/new-model/versions', {
+    format: 'xgboost',
+    files: manifest,
+    createModel: { team: 'other' },
+  });
+  assert.equal((again.body as Version).version, 2);
+  assert.equal(
+    ((await call(url, 'GET', '/api/v1/models/new-model')).body as { team: string }).team,
+    'risk',
+  );
+});

@@ -1,10 +1,11 @@
 // `kiln models register PATH --name N --format F ...`: the one command that moves bytes.
 //
-//   check flags, read --schema / --sign-key ─► walk + hash PATH ─► create the model (409 ok)
-//   ─► HEAD each blob, PUT the absent ones ─► sign the manifest ─► POST the version ─► alias
+//   check flags, read --schema / --sign-key ─► walk + hash PATH ─► sign the manifest
+//   ─► HEAD each blob, PUT the absent ones ─► POST the version (createModel) ─► alias
 //
-// Everything local is read and checked before the first request, so a typo in a flag or an
-// unreadable file never leaves a half-registered model behind.
+// Everything local is read and checked before the first request, and the server creates a
+// new model only together with its first accepted version, so neither a typo nor a refused
+// artifact leaves a half-registered model behind.
 
 import { Option, type Command } from 'commander';
 import { signManifest } from '../../registry/signing.ts';
@@ -22,13 +23,12 @@ import {
   type CreateVersionBody,
   type ExternalTarget,
   type Lineage,
-  type Model,
   type ModelFormat,
   type ModelVersion,
   type ServingProtocol,
 } from '../api-types.ts';
 import { withClient } from '../context.ts';
-import { CliError, usageError } from '../errors.ts';
+import { usageError } from '../errors.ts';
 import { readSchema, readSigningKey } from '../local-files.ts';
 import { apiPath, type KilnClient } from '../http-client.ts';
 import { humanSize, printJson, renderKeyValues, writeOut } from '../output.ts';
@@ -144,6 +144,9 @@ async function runRegister(
   const tags = toRecord(options.tag);
   if (tags !== undefined) body.tags = tags;
   if (external !== undefined) body.external = external;
+  // Creates the model with its first version, atomically: a refused registration leaves no
+  // empty model behind. Ignored when the model exists.
+  body.createModel = createModelOf(options);
   if (signingKey !== undefined) {
     body.signature = signManifest(
       { model: options.name, format: options.format, files: body.files },
@@ -152,7 +155,6 @@ async function runRegister(
   }
 
   return withClient(command, async (client) => {
-    await ensureModel(client, options);
     const uploaded = await uploadMissing(client, files, options.progress);
     let version = await client.post<ModelVersion>(
       apiPath('models', options.name, 'versions'),
@@ -190,6 +192,13 @@ function externalTarget(options: RegisterOptions): ExternalTarget | undefined {
   return target;
 }
 
+function createModelOf(options: RegisterOptions): { team?: string; description?: string } {
+  const create: { team?: string; description?: string } = {};
+  if (options.team !== undefined) create.team = options.team;
+  if (options.description !== undefined) create.description = options.description;
+  return create;
+}
+
 function lineageOf(options: RegisterOptions): Lineage | undefined {
   const lineage: Lineage = {};
   if (options.lineageRun !== undefined) lineage.run = options.lineageRun;
@@ -197,18 +206,6 @@ function lineageOf(options: RegisterOptions): Lineage | undefined {
   if (options.datasetVersion !== undefined) lineage.datasetVersion = options.datasetVersion;
   if (options.experiment !== undefined) lineage.experiment = options.experiment;
   return Object.keys(lineage).length === 0 ? undefined : lineage;
-}
-
-async function ensureModel(client: KilnClient, options: RegisterOptions): Promise<void> {
-  const body: { name: string; team?: string; description?: string } = { name: options.name };
-  if (options.team !== undefined) body.team = options.team;
-  if (options.description !== undefined) body.description = options.description;
-  try {
-    await client.post<Model>(apiPath('models'), body);
-  } catch (error) {
-    if (error instanceof CliError && error.code === 'KILN_MODEL_EXISTS') return;
-    throw error;
-  }
 }
 
 interface UploadSummary {

@@ -181,7 +181,7 @@ export function registerModelsCommands(program: Command): void {
           options,
           result,
           () =>
-            `verified ${shown}: ${result.files} files, ${humanSize(result.bytes)} intact, signature ${result.signature}\n`,
+            `verified ${shown}: ${result.files} ${result.files === 1 ? 'file' : 'files'}, ${humanSize(result.bytes)} intact, signature ${result.signature}\n`,
         );
       });
     });

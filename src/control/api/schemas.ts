@@ -136,6 +136,11 @@ export const registerVersionBody = {
         protocol: { type: 'string', enum: ['v2', 'openai'] },
       },
     },
+    createModel: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { team: shortString, description: { type: 'string', maxLength: 4096 } },
+    },
     signature: {
       type: 'object',
       required: ['keyId', 'signature'],

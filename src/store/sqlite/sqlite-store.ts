@@ -242,8 +242,18 @@ export class SqliteStore implements Store {
       .get(modelId, version) as VersionRow | undefined;
   }
 
-  createVersion(model: string, input: NewVersion): Promise<ModelVersion> {
+  createVersion(
+    model: string,
+    input: NewVersion,
+    options: { readonly createModel?: NewModel } = {},
+  ): Promise<ModelVersion> {
     const insert = this.db.transaction((): ModelVersion => {
+      const create = options.createModel;
+      if (create !== undefined && this.modelRow(model) === undefined) {
+        this.db
+          .prepare('INSERT INTO models (name, team, description, created_at) VALUES (?, ?, ?, ?)')
+          .run(model, create.team, create.description, isoAt(this.clock));
+      }
       const m = this.requireModelRow(model);
       const { n } = this.db
         .prepare(
