@@ -24,6 +24,8 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     bodyLimit: maxJsonBytes,
     // Uploads can be long; idle sockets are still cut by the keep-alive timeout.
     requestTimeout: 0,
+    // ...but a socket idle this long (a stalled or vanished client) is closed.
+    connectionTimeout: 300_000,
     ajv: {
       customOptions: {
         removeAdditional: false,
