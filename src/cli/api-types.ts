@@ -1,36 +1,25 @@
 // The shapes of the control-plane API (docs/api.md) as the CLI reads them. The CLI trusts
 // the platform to send these; it renders what it gets and never re-validates.
 
-export type ModelFormat = 'onnx' | 'xgboost' | 'lightgbm' | 'hf-llm' | 'external';
-export const modelFormats: readonly ModelFormat[] = [
-  'onnx',
-  'xgboost',
-  'lightgbm',
-  'hf-llm',
-  'external',
-];
+// Response types are the platform's own domain types (type-only imports: the CLI still
+// reaches the platform only over HTTP). Request bodies are built here, so they stay mutable.
+export { modelFormats, type ModelFormat } from '../registry/formats/artifact-file.ts';
+export type {
+  AliasEntry,
+  ManifestFile as VersionFile,
+  Model,
+  ModelVersion,
+  TrustedKey,
+} from '../registry/types.ts';
+export type { GcResult } from '../registry/artifact-store.ts';
+import type { ManifestFile as VersionFile } from '../registry/types.ts';
+import type { ModelFormat } from '../registry/formats/artifact-file.ts';
 
 export type ServingProtocol = 'v2' | 'openai';
 
 export interface Page<T> {
   readonly items: T[];
   readonly nextPageToken: string | null;
-}
-
-export interface Model {
-  readonly name: string;
-  readonly team: string;
-  readonly description: string;
-  readonly createdAt: string;
-  readonly latestVersion: number | null;
-  readonly versionCount: number;
-  readonly aliases: Readonly<Record<string, number>>;
-}
-
-export interface VersionFile {
-  readonly path: string;
-  readonly size: number;
-  readonly sha256: string;
 }
 
 export interface TensorSpec {
@@ -80,25 +69,6 @@ export interface Signature {
   readonly signature: string;
 }
 
-export interface ModelVersion {
-  readonly model: string;
-  readonly version: number;
-  readonly format: string;
-  readonly files: readonly VersionFile[];
-  readonly sizeBytes: number;
-  readonly manifestDigest: string;
-  readonly schema: Schema | null;
-  readonly metadata: VersionMetadata | null;
-  readonly lineage: Lineage | null;
-  readonly tags: Readonly<Record<string, string>> | null;
-  readonly formatInfo: Readonly<Record<string, unknown>> | null;
-  readonly external: ExternalTarget | null;
-  readonly signature: Signature | null;
-  readonly aliases: readonly string[];
-  readonly createdAt: string;
-  readonly deletedAt: string | null;
-}
-
 export interface CreateVersionBody {
   format: ModelFormat;
   files: VersionFile[];
@@ -118,12 +88,6 @@ export interface AliasMove {
   readonly previousVersion: number | null;
 }
 
-export interface AliasEntry {
-  readonly alias: string;
-  readonly version: number;
-  readonly updatedAt: string;
-}
-
 export interface VerifyResult {
   readonly ok: boolean;
   readonly files: number;
@@ -131,26 +95,11 @@ export interface VerifyResult {
   readonly signature: 'valid' | 'unsigned';
 }
 
-export interface TrustedKey {
-  readonly keyId: string;
-  readonly name: string;
-  readonly team: string | null;
-  readonly publicKey: string;
-  readonly createdAt: string;
-}
-
 export interface Policy {
   readonly signing: {
     readonly requireSignature: boolean;
     readonly teams: Readonly<Record<string, { readonly requireSignature: boolean }>>;
   };
-}
-
-export interface GcResult {
-  readonly removedBlobs: number;
-  readonly removedBytes: number;
-  readonly keptBlobs: number;
-  readonly dryRun: boolean;
 }
 
 export interface Health {

@@ -79,7 +79,7 @@ export function shortTime(iso: string | null | undefined): string {
 }
 
 /** `{b: 2, a: 1}` → `a=1, b=2` (keys sorted); empty → `-`. */
-export function inlineMap(map: Readonly<Record<string, unknown>> | null | undefined): string {
+export function inlineMap(map: object | null | undefined): string {
   const entries = Object.entries(map ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   if (entries.length === 0) return '-';
   return entries.map(([k, v]) => `${k}=${scalarText(v)}`).join(', ');

@@ -42,7 +42,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   const store = SqliteStore.open(join(home, 'kiln.db'), { clock });
   const artifacts = new ArtifactStore(join(home, 'artifacts'), clock);
   await artifacts.init();
-  const registry = new Registry(store, artifacts, clock);
+  const registry = new Registry(store, artifacts);
   let demoModels: string[] = [];
   let app: FastifyInstance | undefined;
   try {

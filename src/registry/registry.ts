@@ -4,7 +4,6 @@
 // the reconciler).
 
 import { kilnError } from '../core/errors.ts';
-import type { Clock } from '../core/clock.ts';
 import type { NewModel, Store } from '../store/store.ts';
 import type { ArtifactStore, GcResult } from './artifact-store.ts';
 import { checkArtifactPaths } from './artifact-paths.ts';
@@ -51,7 +50,6 @@ export class Registry {
   constructor(
     readonly store: Store,
     readonly artifacts: ArtifactStore,
-    private readonly clock: Clock,
   ) {}
 
   // ---------------------------------------------------------------- models
@@ -186,8 +184,11 @@ export class Registry {
     return found;
   }
 
-  /** What a load does before trusting a version: signature policy now, and every byte. */
-  async verifyVersion(modelName: string, ref: string | number): Promise<VerifyResult> {
+  /** Resolves a version and checks its signature against the policy as it stands now. */
+  private async trustedVersion(
+    modelName: string,
+    ref: string | number,
+  ): Promise<{ version: ModelVersion; signature: SignatureStatus }> {
     const model = await this.requireModel(modelName);
     const version = await this.resolveVersion(modelName, ref);
     const subject: ManifestSubject = {
@@ -201,6 +202,12 @@ export class Registry {
       subject,
       version.signature,
     );
+    return { version, signature };
+  }
+
+  /** What a load does before trusting a version: signature policy now, and every byte. */
+  async verifyVersion(modelName: string, ref: string | number): Promise<VerifyResult> {
+    const { version, signature } = await this.trustedVersion(modelName, ref);
     const { files, bytes } = await this.artifacts.verify(version.files);
     return { ok: true, files, bytes, signature };
   }
@@ -211,14 +218,7 @@ export class Registry {
     ref: string | number,
     destDir: string,
   ): Promise<ModelVersion> {
-    const model = await this.requireModel(modelName);
-    const version = await this.resolveVersion(modelName, ref);
-    const subject: ManifestSubject = {
-      model: model.name,
-      format: version.format,
-      files: version.files,
-    };
-    await enforceSignaturePolicy(this.store, model.team, subject, version.signature);
+    const { version } = await this.trustedVersion(modelName, ref);
     await this.artifacts.materialize(version.files, destDir);
     return version;
   }
@@ -255,10 +255,6 @@ export class Registry {
       dryRun: options.dryRun,
       graceMs: options.graceSeconds * 1000,
     });
-  }
-
-  now(): number {
-    return this.clock.now();
   }
 }
 

@@ -36,3 +36,22 @@ export function cursorNumber(cursor: Record<string, unknown>, key: string): numb
   }
   return value;
 }
+
+/**
+ * Turns `limit + 1` fetched rows into a page: the extra row only tells that there is more,
+ * and the cursor of the last row kept becomes the next page token.
+ */
+export function pageOf<Row, Item>(
+  rows: readonly Row[],
+  limit: number,
+  toItem: (row: Row) => Item,
+  cursorOf: (row: Row) => Readonly<Record<string, string | number>>,
+): { items: Item[]; nextPageToken: string | null } {
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return {
+    items: page.map(toItem),
+    nextPageToken:
+      rows.length > limit && last !== undefined ? encodePageToken(cursorOf(last)) : null,
+  };
+}

@@ -7,20 +7,12 @@
 
 import type {
   AliasEntry,
-  ExternalSpec,
-  Lineage,
-  ManifestFile,
-  ManifestSignature,
   Model,
-  ModelFormat,
-  ModelSchema,
   ModelVersion,
   Page,
   SigningPolicy,
   TrustedKey,
-  VersionMetadata,
 } from '../registry/types.ts';
-import type { FormatInfo } from '../registry/formats/artifact-file.ts';
 
 export interface NewModel {
   readonly name: string;
@@ -28,19 +20,11 @@ export interface NewModel {
   readonly description: string;
 }
 
-export interface NewVersion {
-  readonly format: ModelFormat;
-  readonly files: readonly ManifestFile[];
-  readonly sizeBytes: number;
-  readonly manifestDigest: string;
-  readonly schema: ModelSchema | null;
-  readonly metadata: VersionMetadata;
-  readonly lineage: Lineage;
-  readonly tags: Readonly<Record<string, string>>;
-  readonly formatInfo: FormatInfo;
-  readonly external: ExternalSpec | null;
-  readonly signature: ManifestSignature | null;
-}
+/** A version as the registry hands it to the store; the store adds number, times, aliases. */
+export type NewVersion = Omit<
+  ModelVersion,
+  'model' | 'version' | 'aliases' | 'createdAt' | 'deletedAt'
+>;
 
 export interface PageRequest {
   /** 1..500 */

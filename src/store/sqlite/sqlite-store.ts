@@ -17,7 +17,7 @@ import type {
   TrustedKey,
 } from '../../registry/types.ts';
 import type { LineageQuery, NewModel, NewVersion, PageRequest, Store } from '../store.ts';
-import { cursorNumber, cursorString, decodePageToken, encodePageToken } from '../page-token.ts';
+import { cursorNumber, cursorString, decodePageToken, pageOf } from '../page-token.ts';
 import { sqliteMigrations, type Migration } from './migrations.ts';
 import {
   toModelVersion,
@@ -203,13 +203,12 @@ export class SqliteStore implements Store {
              ORDER BY name LIMIT ?`,
         )
         .all(after, request.team ?? null, request.team ?? null, request.limit + 1) as ModelRow[];
-      const more = rows.length > request.limit;
-      const page = rows.slice(0, request.limit);
-      const last = page.at(-1);
-      return {
-        items: page.map((r) => this.toModel(r)),
-        nextPageToken: more && last !== undefined ? encodePageToken({ after: last.name }) : null,
-      };
+      return pageOf(
+        rows,
+        request.limit,
+        (r) => this.toModel(r),
+        (r) => ({ after: r.name }),
+      );
     });
   }
 
@@ -337,14 +336,12 @@ export class SqliteStore implements Store {
           request.includeDeleted === true ? 1 : 0,
           request.limit + 1,
         ) as VersionRow[];
-      const more = rows.length > request.limit;
-      const page = rows.slice(0, request.limit);
-      const last = page.at(-1);
-      return {
-        items: page.map((r) => this.hydrate(r)),
-        nextPageToken:
-          more && last !== undefined ? encodePageToken({ before: last.version }) : null,
-      };
+      return pageOf(
+        rows,
+        request.limit,
+        (r) => this.hydrate(r),
+        (r) => ({ before: r.version }),
+      );
     });
   }
 
@@ -471,13 +468,12 @@ export class SqliteStore implements Store {
           ]),
           request.limit + 1,
         ) as VersionRow[];
-      const more = rows.length > request.limit;
-      const page = rows.slice(0, request.limit);
-      const last = page.at(-1);
-      return {
-        items: page.map((r) => this.hydrate(r)),
-        nextPageToken: more && last !== undefined ? encodePageToken({ after: last.id }) : null,
-      };
+      return pageOf(
+        rows,
+        request.limit,
+        (r) => this.hydrate(r),
+        (r) => ({ after: r.id }),
+      );
     });
   }
 
