@@ -6,36 +6,9 @@ import type { ManifestSignature } from './signing.ts';
 
 export type { ModelFormat, ManifestFile, ManifestSignature };
 
-/** Open Inference Protocol v2 tensor datatypes. */
-export const tensorDatatypes = [
-  'BOOL',
-  'UINT8',
-  'UINT16',
-  'UINT32',
-  'UINT64',
-  'INT8',
-  'INT16',
-  'INT32',
-  'INT64',
-  'FP16',
-  'FP32',
-  'FP64',
-  'BF16',
-  'BYTES',
-] as const;
-export type TensorDatatype = (typeof tensorDatatypes)[number];
-
-export interface TensorSpec {
-  readonly name: string;
-  readonly datatype: TensorDatatype;
-  /** Dimensions; -1 marks a variable dimension (e.g. batch). */
-  readonly shape: readonly number[];
-}
-
-export interface ModelSchema {
-  readonly inputs: readonly TensorSpec[];
-  readonly outputs: readonly TensorSpec[];
-}
+export { tensorDatatypes } from '../core/tensor.ts';
+export type { TensorDatatype, TensorSpec, ModelSchema } from '../core/tensor.ts';
+import type { ModelSchema } from '../core/tensor.ts';
 
 export interface HardwareNeeds {
   readonly cpus?: number;
