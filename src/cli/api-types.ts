@@ -107,10 +107,111 @@ export interface Health {
   readonly version: string;
   readonly store: string;
   readonly home: string;
+  /** Where the data plane (gateway) listens; absent on platforms without one. */
+  readonly gatewayUrl?: string;
 }
 
 export interface BlobPut {
   readonly sha256: string;
   readonly size: number;
   readonly created: boolean;
+}
+
+// --- Serving (docs/api.md: Endpoints, API keys) ---
+
+export type GraphOptimizationLevel = 'disabled' | 'basic' | 'extended' | 'all';
+export const graphOptimizationLevels: readonly GraphOptimizationLevel[] = [
+  'disabled',
+  'basic',
+  'extended',
+  'all',
+];
+
+/** Per-endpoint serving settings; every field is optional and omitted when not set. */
+export interface EndpointConfig {
+  intraOpThreads?: number;
+  interOpThreads?: number;
+  graphOptimizationLevel?: GraphOptimizationLevel;
+  maxBodyBytes?: number;
+}
+
+/** `PUT /api/v1/endpoints/{name}`: give `version` or `alias`, or neither for the latest. */
+export interface DeployBody {
+  model: string;
+  version?: number;
+  alias?: string;
+  replicas: number;
+  team?: string;
+  config: EndpointConfig;
+}
+
+export type ReplicaState = 'starting' | 'ready' | 'failed' | 'stopping';
+
+export interface ReplicaStatus {
+  readonly id: string;
+  readonly version: number;
+  readonly state: ReplicaState;
+  readonly pid: number | null;
+  readonly restarts: number;
+  readonly reason: string | null;
+  readonly url: string | null;
+}
+
+export interface EndpointStatus {
+  readonly ready: boolean;
+  readonly readyReplicas: number;
+  readonly reason: string | null;
+  readonly replicas: readonly ReplicaStatus[];
+}
+
+export interface Endpoint {
+  readonly name: string;
+  readonly team: string;
+  readonly model: string;
+  readonly version: number;
+  /** What was asked: `"3"` or `"@champion"`. */
+  readonly ref: string;
+  /** Desired replica count. */
+  readonly replicas: number;
+  readonly config: Readonly<EndpointConfig>;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  /** `{gateway}/v2/models/{name}`. */
+  readonly url: string;
+  readonly status: EndpointStatus;
+}
+
+/** An API key as listed; the key itself is never shown again after creation. */
+export interface ApiKey {
+  readonly id: string;
+  readonly name: string;
+  readonly team: string | null;
+  readonly endpoint: string | null;
+  /** The first characters of the key, to recognise it. */
+  readonly prefix: string;
+  readonly createdAt: string;
+}
+
+/** `POST /api/v1/api-keys` → the key, with its secret `key` (shown once). */
+export interface CreatedApiKey extends ApiKey {
+  readonly key: string;
+}
+
+// --- Data plane: Open Inference Protocol v2, as the gateway answers ---
+
+/** One output tensor of a v2 infer response. `data` is flat, row-major. */
+export interface V2OutputTensor {
+  readonly name: string;
+  readonly datatype: string;
+  readonly shape: readonly number[];
+  readonly data: readonly unknown[];
+  readonly parameters?: Readonly<Record<string, unknown>>;
+}
+
+export interface V2InferResponse {
+  readonly model_name?: string;
+  readonly model_version?: string;
+  readonly id?: string;
+  readonly outputs: readonly V2OutputTensor[];
+  readonly parameters?: Readonly<Record<string, unknown>>;
 }

@@ -1,5 +1,7 @@
-// Where the CLI points: the platform URL (--url, KILN_URL, default loopback:8080) and the
-// home folder (--home, KILN_HOME, default ./.kiln) used by `kiln up` and for signing keys.
+// Where the CLI points: the platform URL (--url, KILN_URL, default loopback:8080), the
+// gateway URL and API key for `kiln predict` (--gateway / KILN_GATEWAY_URL, --key /
+// KILN_API_KEY) and the home folder (--home, KILN_HOME, default ./.kiln) used by `kiln up`
+// and for signing keys.
 
 import { resolve } from 'node:path';
 import { usageError } from './errors.ts';
@@ -11,7 +13,31 @@ export type Env = Readonly<Record<string, string | undefined>>;
 
 /** The platform's base URL, without a trailing slash. Invalid URLs are usage errors. */
 export function resolveUrl(flag: string | undefined, env: Env = process.env): string {
-  const raw = nonEmpty(flag) ?? nonEmpty(env.KILN_URL) ?? defaultUrl;
+  return parseBaseUrl(nonEmpty(flag) ?? nonEmpty(env.KILN_URL) ?? defaultUrl);
+}
+
+/**
+ * The gateway's base URL from --gateway or KILN_GATEWAY_URL; undefined when neither is set
+ * (then the control plane is asked: `GET /api/v1/health` → `gatewayUrl`).
+ */
+export function resolveGatewayUrl(
+  flag: string | undefined,
+  env: Env = process.env,
+): string | undefined {
+  const raw = nonEmpty(flag) ?? nonEmpty(env.KILN_GATEWAY_URL);
+  return raw === undefined ? undefined : parseBaseUrl(raw);
+}
+
+/** The data-plane API key from --key or KILN_API_KEY; undefined when neither is set. */
+export function resolveApiKey(
+  flag: string | undefined,
+  env: Env = process.env,
+): string | undefined {
+  return nonEmpty(flag) ?? nonEmpty(env.KILN_API_KEY);
+}
+
+/** An http(s) URL without its trailing slashes; anything else is a usage error. */
+export function parseBaseUrl(raw: string): string {
   let url: URL;
   try {
     url = new URL(raw);

@@ -12,7 +12,8 @@ export type CliErrorCode =
   | 'KILN_UNREACHABLE' // no platform answered at --url
   | 'KILN_LOCAL_FILE' // a local file could not be read, parsed or written
   | 'KILN_BAD_RESPONSE' // the platform answered something that is not the documented API
-  | 'KILN_LISTEN_FAILED'; // `kiln up` could not bind its address
+  | 'KILN_LISTEN_FAILED' // `kiln up` could not bind its address
+  | 'KILN_WAIT_TIMEOUT'; // `kiln deploy --wait` gave up before the endpoint was ready
 
 export const exitFailure = 1;
 export const exitUsage = 2;

@@ -188,12 +188,24 @@ const connectionWords: Readonly<Record<string, string>> = {
 };
 
 function connectionError(baseUrl: string, error: unknown): unknown {
+  return unreachableError(
+    error,
+    `Kiln at ${baseUrl}`,
+    'start it with `kiln up`, or point --url / KILN_URL at it',
+  );
+}
+
+/**
+ * A connection-level failure (refused, reset, timed out…) → `cannot reach <target>: <words>`
+ * (KILN_UNREACHABLE); anything else is returned unchanged.
+ */
+export function unreachableError(error: unknown, target: string, hint: string): unknown {
   if (error instanceof CliError) return error;
   const code = errorCode(error);
   const words = code === undefined ? undefined : connectionWords[code];
   if (words === undefined) return error;
-  return new CliError('KILN_UNREACHABLE', `cannot reach Kiln at ${baseUrl}: ${words}`, {
-    hint: 'start it with `kiln up`, or point --url / KILN_URL at it',
+  return new CliError('KILN_UNREACHABLE', `cannot reach ${target}: ${words}`, {
+    hint,
     cause: error,
   });
 }

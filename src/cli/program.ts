@@ -1,14 +1,22 @@
 // The `kiln` command tree and its runner. Usage errors (unknown command or option, missing
 // argument, bad choice) are commander's; they are rendered like every other error, as one
 // `error: … (KILN_USAGE)` line plus a hint, and exit 2.
+//
+// Global options (--url, --home) go before the command or anywhere after it: the program
+// reads only those before the command name (positional options), and every subcommand also
+// takes them (hidden). So a subcommand can have an option named like a program one:
+// `kiln predict fraud --version 3` is predict's --version, not the program's.
 
 import { readFileSync } from 'node:fs';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
+import { registerDeployCommand } from './commands/deploy.ts';
+import { registerEndpointsCommands } from './commands/endpoints.ts';
 import { registerGcCommand } from './commands/gc.ts';
 import { registerHealthCommand } from './commands/health.ts';
 import { registerKeysCommands } from './commands/keys.ts';
 import { registerModelsCommands } from './commands/models.ts';
 import { registerPolicyCommands } from './commands/policy.ts';
+import { registerPredictCommand } from './commands/predict.ts';
 import { registerUpCommand } from './commands/up.ts';
 import { renderError } from './errors.ts';
 
@@ -17,12 +25,23 @@ function packageVersion(): string {
   return (JSON.parse(text) as { version: string }).version;
 }
 
+const urlOption = [
+  '--url <url>',
+  'platform URL (default: $KILN_URL or http://127.0.0.1:8080)',
+] as const;
+const homeOption = [
+  '--home <dir>',
+  'Kiln home folder for `up` and keys (default: $KILN_HOME or ./.kiln)',
+] as const;
+const globalOptions = [urlOption, homeOption] as const;
+
 export function buildProgram(): Command {
   const program = new Command('kiln')
     .description('Kiln: register, sign and serve models')
     .version(packageVersion(), '-V, --version')
-    .option('--url <url>', 'platform URL (default: $KILN_URL or http://127.0.0.1:8080)')
-    .option('--home <dir>', 'Kiln home folder for `up` and keys (default: $KILN_HOME or ./.kiln)')
+    .option(...urlOption)
+    .option(...homeOption)
+    .enablePositionalOptions()
     .showSuggestionAfterError(true)
     .configureHelp({ showGlobalOptions: true })
     // Errors are rendered by runCli from the thrown CommanderError, so print none here.
@@ -31,11 +50,27 @@ export function buildProgram(): Command {
   // Subcommands copy these settings when created, so configure before registering.
   registerUpCommand(program);
   registerModelsCommands(program);
+  registerDeployCommand(program);
+  registerEndpointsCommands(program);
+  registerPredictCommand(program);
   registerKeysCommands(program);
   registerPolicyCommands(program);
   registerGcCommand(program);
   registerHealthCommand(program);
+  acceptGlobalOptionsEverywhere(program);
   return program;
+}
+
+/** Adds hidden --url / --home to every subcommand, so `kiln models list --url X` works. */
+function acceptGlobalOptionsEverywhere(command: Command): void {
+  for (const sub of command.commands) {
+    for (const [flags, description] of globalOptions) {
+      const long = flags.split(' ')[0];
+      if (sub.options.some((o) => o.long === long)) continue;
+      sub.addOption(new Option(flags, description).hideHelp());
+    }
+    acceptGlobalOptionsEverywhere(sub);
+  }
 }
 
 /** Runs one command line (without `node kiln`); returns the exit code. */

@@ -6,6 +6,8 @@ import { createReadStream } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { Registry, RegisterVersionRequest } from '../registry/registry.ts';
+import { servableFormats } from '../runtimes/load-runtime.ts';
+import type { EndpointService } from './endpoints.ts';
 import type { ManifestFile, ModelFormat } from '../registry/types.ts';
 
 type RegisterVersionRequestExtras = Omit<RegisterVersionRequest, 'format' | 'files'>;
@@ -44,12 +46,13 @@ const demoModels: readonly DemoModel[] = [
     },
   },
   {
-    name: 'mlp-onnx',
+    name: 'digits-cnn',
     team: 'vision',
-    description: 'A small PyTorch MLP exported to ONNX',
+    description:
+      'Digit image classifier: a small PyTorch CNN exported to ONNX (1x28x28 in, 10 classes out)',
     format: 'onnx',
-    path: 'mlp.onnx',
-    extras: { tags: { demo: 'true' } },
+    path: '../onnx/cnn-digits.onnx',
+    extras: { metadata: { metrics: { accuracy: 1 } }, tags: { demo: 'true' } },
   },
   {
     name: 'tiny-llm',
@@ -96,4 +99,15 @@ export async function registerDemoModels(registry: Registry): Promise<string[]> 
     names.push(demo.name);
   }
   return names;
+}
+
+/** Serves the demo models that a worker can run, each under an endpoint of the same name. */
+export async function deployDemoEndpoints(endpoints: EndpointService): Promise<string[]> {
+  const deployed: string[] = [];
+  for (const demo of demoModels) {
+    if (!servableFormats.includes(demo.format)) continue;
+    await endpoints.deploy(demo.name, { model: demo.name, alias: 'champion', replicas: 1 });
+    deployed.push(demo.name);
+  }
+  return deployed;
 }

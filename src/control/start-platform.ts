@@ -1,25 +1,38 @@
-// Brings the platform up on the embedded defaults: SQLite store and artifact store under the
-// home folder, and the control-plane API. Later issues add the gateway and the reconciler
-// here.
+// Brings the platform up on the embedded defaults:
+//
+//   SQLite store + artifact store (home folder) ─► Registry
+//   control-plane API (this process) ─► EndpointService ─► Reconciler ─► LocalBackend
+//                                                                          └─► worker processes
+//   gateway (its own process) ◄── routing snapshots (long-poll) ── Reconciler.routing
 
 import { resolve, join } from 'node:path';
 import { mkdir } from 'node:fs/promises';
+import type { FastifyInstance } from 'fastify';
 import { systemClock, type Clock } from '../core/clock.ts';
+import { kilnVersion } from '../core/version.ts';
 import { SqliteStore } from '../store/sqlite/sqlite-store.ts';
 import { ArtifactStore } from '../registry/artifact-store.ts';
 import { Registry } from '../registry/registry.ts';
-import type { FastifyInstance } from 'fastify';
 import { buildApiServer } from './api/api-server.ts';
-import { kilnVersion } from '../core/version.ts';
-import { registerDemoModels } from './demo-models.ts';
+import { LocalBackend } from './backends/local/local-backend.ts';
+import { registerDemoModels, deployDemoEndpoints } from './demo-models.ts';
+import { EndpointService } from './endpoints.ts';
+import { GatewayProcess } from './gateway-process.ts';
+import { Reconciler } from './reconciler.ts';
 
 export interface PlatformOptions {
   readonly home: string;
   readonly host: string;
   readonly port: number;
+  /** Development mode: the gateway serves without API keys. */
   readonly dev: boolean;
-  /** Register the demo models into an empty registry (what `npm start` does). */
+  /** Register (and deploy) the demo models into an empty registry (what `npm start` does). */
   readonly demo?: boolean;
+  /** Start the gateway process (default true). */
+  readonly gateway?: boolean;
+  readonly gatewayHost?: string;
+  /** Default 8000; 0 = any free port. */
+  readonly gatewayPort?: number;
   readonly maxUploadBytes?: number;
   readonly logger?: boolean;
   readonly clock?: Clock;
@@ -27,7 +40,11 @@ export interface PlatformOptions {
 
 export interface RunningPlatform {
   readonly url: string;
+  /** The data plane's base URL ('' when started without a gateway). */
+  readonly gatewayUrl: string;
   readonly registry: Registry;
+  readonly endpoints: EndpointService;
+  readonly reconciler: Reconciler;
   /** Names of the demo models registered at this start (empty unless `demo`). */
   readonly demoModels: readonly string[];
   close(): Promise<void>;
@@ -43,8 +60,26 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   const artifacts = new ArtifactStore(join(home, 'artifacts'), clock);
   await artifacts.init();
   const registry = new Registry(store, artifacts);
+  const backend = new LocalBackend({ runDir: join(home, 'run') });
+  await backend.init();
+  const reconciler = new Reconciler({
+    store,
+    registry,
+    backend,
+    clock,
+    auth: options.dev ? 'dev' : 'api-keys',
+  });
+  let gatewayUrl = '';
+  const endpoints = new EndpointService(registry, reconciler, () => gatewayUrl);
   let demoModels: string[] = [];
   let app: FastifyInstance | undefined;
+  let gateway: GatewayProcess | undefined;
+  const closeAll = async (): Promise<void> => {
+    await gateway?.stop();
+    await reconciler.close();
+    await app?.close();
+    await store.close();
+  };
   try {
     if (options.demo === true) demoModels = await registerDemoModels(registry);
     app = await buildApiServer({
@@ -53,24 +88,27 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       version: kilnVersion,
       maxUploadBytes: options.maxUploadBytes ?? defaultMaxUploadBytes,
       logger: options.logger ?? false,
+      serving: { endpoints, reconciler, gatewayUrl: () => gatewayUrl },
     });
     await app.listen({ host: options.host, port: options.port });
+    reconciler.start();
+    const address = app.server.address();
+    const port = typeof address === 'object' && address !== null ? address.port : options.port;
+    const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+    const url = `http://${host}:${port}`;
+    if (options.gateway !== false) {
+      gateway = new GatewayProcess({
+        controlUrl: url,
+        host: options.gatewayHost ?? options.host,
+        port: options.gatewayPort ?? 8000,
+        stateDir: join(home, 'gateway'),
+      });
+      gatewayUrl = await gateway.start();
+    }
+    if (demoModels.length > 0) await deployDemoEndpoints(endpoints);
+    return { url, gatewayUrl, registry, endpoints, reconciler, demoModels, close: closeAll };
   } catch (error) {
-    await app?.close();
-    await store.close();
+    await closeAll();
     throw error;
   }
-  const server = app;
-  const address = server.server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : options.port;
-  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
-  return {
-    url: `http://${host}:${port}`,
-    registry,
-    demoModels,
-    async close() {
-      await server.close();
-      await store.close();
-    },
-  };
 }

@@ -167,6 +167,100 @@ export const errorRegistry = {
     retryable: false,
     template: 'invalid public key: {reason}',
   },
+  // --- serving: endpoints (control plane) ---
+  KILN_ENDPOINT_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    template: 'endpoint {endpoint} does not exist',
+    hint: 'list endpoints with `kiln endpoints list`',
+  },
+  KILN_FORMAT_NOT_SERVABLE: {
+    status: 422,
+    retryable: false,
+    template: 'format {format} cannot be served by Kiln workers yet',
+  },
+  KILN_SCHEMA_MISMATCH: {
+    status: 422,
+    retryable: false,
+    template: 'the declared schema does not match the model: {reason}',
+  },
+  KILN_API_KEY_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    template: 'no API key {key}',
+  },
+  // --- serving: data plane (gateway and workers) ---
+  KILN_INVALID_INFER_REQUEST: {
+    status: 400,
+    retryable: false,
+    template: '{reason}',
+  },
+  KILN_INVALID_TENSOR: {
+    status: 400,
+    retryable: false,
+    template: '{reason}',
+  },
+  KILN_INPUT_MISMATCH: {
+    status: 400,
+    retryable: false,
+    template: '{reason}',
+  },
+  KILN_BATCH_TOO_LARGE: {
+    status: 400,
+    retryable: false,
+    template: '{reason}',
+  },
+  KILN_UNSUPPORTED_EXTENSION: {
+    status: 400,
+    retryable: false,
+    template: '{reason}',
+  },
+  KILN_VERSION_NOT_SERVED: {
+    status: 404,
+    retryable: false,
+    template: 'endpoint {endpoint} serves version {served}, not version {version}',
+  },
+  KILN_UNAUTHENTICATED: {
+    status: 401,
+    retryable: false,
+    template: 'missing or unknown API key',
+    hint: 'send `Authorization: Bearer <key>`; create one with `kiln keys api create`',
+  },
+  KILN_FORBIDDEN: {
+    status: 403,
+    retryable: false,
+    template: 'this API key may not call endpoint {endpoint}',
+  },
+  KILN_NO_READY_REPLICA: {
+    status: 503,
+    retryable: true,
+    template: 'endpoint {endpoint} has no ready replica: {reason}',
+  },
+  KILN_REPLICA_UNAVAILABLE: {
+    status: 503,
+    retryable: true,
+    template: 'the replica serving endpoint {endpoint} failed during the request: {reason}',
+  },
+  KILN_UPSTREAM_TIMEOUT: {
+    status: 504,
+    retryable: true,
+    template: 'the replica serving endpoint {endpoint} did not answer within {timeoutMs} ms',
+  },
+  KILN_MODEL_NOT_READY: {
+    status: 503,
+    retryable: true,
+    template: 'model {model} is not ready: {reason}',
+  },
+  KILN_MODEL_LOAD_FAILED: {
+    status: 503,
+    retryable: false,
+    template: 'the model could not be loaded: {reason}',
+  },
+  KILN_INFERENCE_FAILED: {
+    status: 500,
+    retryable: false,
+    template: 'inference failed: {reason}',
+  },
   // --- everything else ---
   KILN_INTERNAL: {
     status: 500,

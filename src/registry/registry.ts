@@ -184,8 +184,8 @@ export class Registry {
     return found;
   }
 
-  /** Resolves a version and checks its signature against the policy as it stands now. */
-  private async trustedVersion(
+  /** Resolves a version and checks its signature against the policy as it stands now (no re-hash). */
+  async trustedVersion(
     modelName: string,
     ref: string | number,
   ): Promise<{ version: ModelVersion; signature: SignatureStatus }> {

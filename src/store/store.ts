@@ -5,6 +5,7 @@
 // Conflicts the caller can cause (a taken name, an alias on a deleted version) are thrown as
 // KilnError with a registry code; "not found" is a null return.
 
+import type { ApiKeyRecord, EndpointRecord, NewEndpoint } from './serving-records.ts';
 import type {
   AliasEntry,
   Model,
@@ -90,4 +91,15 @@ export interface Store {
   getSigningPolicy(): Promise<SigningPolicy>;
   /** team null = the global setting. */
   setSigningPolicy(team: string | null, requireSignature: boolean): Promise<SigningPolicy>;
+
+  /** Creates or replaces an endpoint (desired state); `created` tells which. */
+  putEndpoint(endpoint: NewEndpoint): Promise<{ endpoint: EndpointRecord; created: boolean }>;
+  getEndpoint(name: string): Promise<EndpointRecord | null>;
+  listEndpoints(): Promise<readonly EndpointRecord[]>;
+  deleteEndpoint(name: string): Promise<EndpointRecord | null>;
+
+  addApiKey(key: Omit<ApiKeyRecord, 'createdAt'>): Promise<ApiKeyRecord>;
+  /** Live (not revoked) keys. */
+  listApiKeys(): Promise<readonly ApiKeyRecord[]>;
+  revokeApiKey(id: string): Promise<ApiKeyRecord | null>;
 }

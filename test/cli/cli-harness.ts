@@ -1,6 +1,7 @@
-// Runs the real `kiln` CLI as OS processes: `kiln up --port 0` as a child process (its
-// `Kiln API listening on` line parsed for the URL), and one process per command, with
-// KILN_URL / KILN_HOME pointing at it. Used by cli.test.ts.
+// Runs the real `kiln` CLI as OS processes: `kiln up --port 0 --gateway-port 0` as a child
+// process (its `Kiln API listening on` and `Kiln gateway listening on` lines parsed for the
+// URLs), and one process per command, with KILN_URL / KILN_HOME pointing at it. Used by
+// cli.test.ts, cli-serving.test.ts and predict.test.ts.
 
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -43,40 +44,76 @@ export interface Page<T> {
 
 export interface PlatformProcess {
   readonly url: string;
+  /** The gateway's URL; undefined unless started with `gateway: true`. */
+  readonly gatewayUrl: string | undefined;
+  /** Everything `kiln up` has written to stdout so far. */
+  stdout(): string;
   /** SIGTERM, then the exit code. */
   stop(): Promise<number | null>;
 }
 
-/** `kiln up --port 0 --home HOME` as a child process; resolves once it is listening. */
-export async function startPlatformProcess(home: string): Promise<PlatformProcess> {
-  const child: ChildProcess = spawn(process.execPath, [bin, 'up', '--port', '0', '--home', home], {
+export interface PlatformProcessOptions {
+  /** Wait for the `Kiln gateway listening on` line too (and fail without it). */
+  readonly gateway?: boolean;
+  /** More `kiln up` arguments, e.g. ['--dev']. */
+  readonly args?: readonly string[];
+}
+
+/**
+ * `kiln up --port 0 --gateway-port 0 --home HOME` as a child process; resolves once it is
+ * listening. Both ports are free ones, so test files can run side by side.
+ */
+export async function startPlatformProcess(
+  home: string,
+  options: PlatformProcessOptions = {},
+): Promise<PlatformProcess> {
+  const args = [
+    'up',
+    '--port',
+    '0',
+    '--gateway-port',
+    '0',
+    '--home',
+    home,
+    ...(options.args ?? []),
+  ];
+  const child: ChildProcess = spawn(process.execPath, [bin, ...args], {
     cwd: root,
     env: { ...process.env, KILN_URL: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   let stderr = '';
+  let stdout = '';
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`kiln up did not start in 30 s:\n${stderr}`)),
-      30_000,
-    );
-    if (child.stdout === null) throw new Error('no stdout pipe');
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      const match = /^Kiln API listening on (http:\/\/\S+)$/.exec(line);
-      if (match?.[1] !== undefined) {
+  const urls = await new Promise<{ url: string; gatewayUrl: string | undefined }>(
+    (resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`kiln up did not start in 30 s:\n${stdout}${stderr}`)),
+        30_000,
+      );
+      if (child.stdout === null) throw new Error('no stdout pipe');
+      let url: string | undefined;
+      createInterface({ input: child.stdout }).on('line', (line) => {
+        stdout += `${line}\n`;
+        const api = /^Kiln API listening on (http:\/\/\S+)$/.exec(line)?.[1];
+        const gateway = /^Kiln gateway listening on (http:\/\/\S+)$/.exec(line)?.[1];
+        if (api !== undefined) url = api;
+        if (url === undefined) return;
+        if (options.gateway !== true || gateway !== undefined) {
+          clearTimeout(timer);
+          resolve({ url, gatewayUrl: gateway });
+        }
+      });
+      child.on('exit', (code) => {
         clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`kiln up exited with ${code}:\n${stderr}`));
-    });
-  });
+        reject(new Error(`kiln up exited with ${code}:\n${stdout}${stderr}`));
+      });
+    },
+  );
   return {
-    url,
+    ...urls,
+    stdout: () => stdout,
     async stop() {
       if (child.exitCode !== null) return child.exitCode;
       child.kill('SIGTERM');

@@ -30,7 +30,8 @@ test('health', async () => {
   assert.equal(health.status, 200);
   assert.deepEqual(
     { ...(health.body as object), home: undefined },
-    { status: 'ok', version: '0.1.0', store: 'sqlite', home: undefined },
+    // started without a gateway: no data-plane URL to report
+    { status: 'ok', version: '0.1.0', store: 'sqlite', home: undefined, gatewayUrl: '' },
   );
 });
 

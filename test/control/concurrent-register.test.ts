@@ -12,10 +12,14 @@ const root = new URL('../../', import.meta.url).pathname;
 const fixtures = `${root}fixtures/registry/`;
 
 async function startProcess(home: string): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['bin/kiln.js', 'up', '--port', '0', '--home', home], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['bin/kiln.js', 'up', '--port', '0', '--gateway-port', '0', '--home', home],
+    {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const lines = createInterface({ input: child.stdout });

@@ -12,10 +12,18 @@ export interface TestPlatform extends RunningPlatform {
 }
 
 export async function testPlatform(
-  options: { maxUploadBytes?: number } = {},
+  options: { maxUploadBytes?: number; gateway?: boolean; dev?: boolean } = {},
 ): Promise<TestPlatform> {
   const home = await tempDir('kiln-home-');
-  const platform = await startPlatform({ home, host: '127.0.0.1', port: 0, dev: true, ...options });
+  const platform = await startPlatform({
+    home,
+    host: '127.0.0.1',
+    port: 0,
+    gatewayPort: 0,
+    gateway: false,
+    ...options,
+    dev: options.dev ?? true,
+  });
   after(() => platform.close());
   return Object.assign(platform, { home });
 }

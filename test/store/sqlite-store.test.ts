@@ -47,7 +47,10 @@ test('opens in WAL mode with foreign keys and records applied migrations; reopen
   const db = new Database(path, { readonly: true });
   assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
   const rows = db.prepare('SELECT version, name FROM schema_migrations').all();
-  assert.deepEqual(rows, [{ version: 1, name: 'registry' }]);
+  assert.deepEqual(rows, [
+    { version: 1, name: 'registry' },
+    { version: 2, name: 'endpoints-and-api-keys' },
+  ]);
   db.close();
 });
 

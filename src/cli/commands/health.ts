@@ -20,6 +20,7 @@ export function registerHealthCommand(program: Command): void {
             ['version', health.version],
             ['store', health.store],
             ['home', health.home],
+            ['gateway', health.gatewayUrl],
           ]),
         );
       });

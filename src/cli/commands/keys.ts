@@ -1,5 +1,6 @@
 // `kiln keys ...`: ed25519 signing keys. Private keys are made and kept here, on the client
 // (`<home>/keys/NAME.key`, mode 0600); the platform only ever sees public keys it trusts.
+// `kiln keys api ...` (gateway API keys) lives in keys-api.ts.
 
 import { basename, join } from 'node:path';
 import type { Command } from 'commander';
@@ -10,12 +11,15 @@ import { usageError } from '../errors.ts';
 import { readPublicKey, writeKeyFiles } from '../local-files.ts';
 import { apiPath, type KilnClient } from '../http-client.ts';
 import { emit, renderKeyValues, renderTable, shortTime, type JsonOption } from '../output.ts';
+import { registerApiKeyCommands } from './keys-api.ts';
 
 /** Key names become file names, so they follow the API's name rules (docs/api.md). */
 const namePattern = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 
 export function registerKeysCommands(program: Command): void {
-  const keys = program.command('keys').description('manage manifest signing keys');
+  const keys = program
+    .command('keys')
+    .description('manage manifest signing keys (and, under `keys api`, gateway API keys)');
 
   keys
     .command('create')
@@ -128,6 +132,8 @@ export function registerKeysCommands(program: Command): void {
       );
       emit(options, key, () => `revoked key ${key.keyId} (${key.name})\n`);
     });
+
+  registerApiKeyCommands(keys);
 }
 
 async function trustKey(

@@ -1,6 +1,7 @@
-// `kiln up`: run the platform in this process until SIGINT/SIGTERM. Prints exactly one
-// `Kiln API listening on <url>` line (scripts and tests parse it; with --port 0 it carries
-// the real port), then, with --dev, a few example commands.
+// `kiln up`: run the platform in this process until SIGINT/SIGTERM. Prints exactly two
+// lines scripts and tests parse, `Kiln API listening on <url>` then `Kiln gateway listening
+// on <url>` (with --port 0 / --gateway-port 0 they carry the real ports), then, with --dev,
+// a few example commands.
 
 import type { Command } from 'commander';
 import type { RunningPlatform } from '../../control/start-platform.ts';
@@ -12,6 +13,7 @@ import { writeOut } from '../output.ts';
 
 interface UpOptions {
   readonly port: number;
+  readonly gatewayPort: number;
   readonly host: string;
   readonly dev?: boolean;
   readonly demo?: boolean;
@@ -21,12 +23,18 @@ interface UpOptions {
 export function registerUpCommand(program: Command): void {
   program
     .command('up')
-    .description('start the Kiln platform (control-plane API) in the foreground')
-    .option('--port <port>', 'port to listen on (0 = any free port)', integerOption(0), 8080)
-    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .description('start the Kiln platform (control-plane API and gateway) in the foreground')
+    .option('--port <port>', 'API port to listen on (0 = any free port)', integerOption(0), 8080)
+    .option(
+      '--gateway-port <port>',
+      'gateway (data plane) port to listen on (0 = any free port)',
+      integerOption(0),
+      8000,
+    )
+    .option('--host <host>', 'address the API and the gateway listen on', '127.0.0.1')
     .option(
       '--dev',
-      'development mode: registers demo models into an empty registry, prints examples',
+      'development mode: no API keys on the gateway; registers and serves demo models in an empty registry; prints examples',
     )
     .option('--no-demo', 'with --dev, do not register the demo models')
     .option(
@@ -35,7 +43,9 @@ export function registerUpCommand(program: Command): void {
       integerOption(1),
     )
     .action(async (options: UpOptions, command: Command) => {
-      if (options.port > 65535) throw usageError(`invalid port ${options.port}: expected 0–65535`);
+      for (const port of [options.port, options.gatewayPort]) {
+        if (port > 65535) throw usageError(`invalid port ${port}: expected 0–65535`);
+      }
       const maxUploadBytes = options.maxUploadBytes ?? maxUploadBytesFromEnv();
       const home = homeOf(command);
       let platform: RunningPlatform;
@@ -46,6 +56,8 @@ export function registerUpCommand(program: Command): void {
           home,
           host: options.host,
           port: options.port,
+          gatewayHost: options.host,
+          gatewayPort: options.gatewayPort,
           dev: options.dev === true,
           demo: options.dev === true && options.demo !== false,
           ...(maxUploadBytes === undefined ? {} : { maxUploadBytes }),
@@ -54,7 +66,9 @@ export function registerUpCommand(program: Command): void {
         throw startError(error, options.host, options.port);
       }
       writeOut(`Kiln API listening on ${platform.url}\n`);
-      if (options.dev === true) writeOut(devExamples(platform.url, home, platform.demoModels));
+      if (platform.gatewayUrl !== '')
+        writeOut(`Kiln gateway listening on ${platform.gatewayUrl}\n`);
+      if (options.dev === true) writeOut(devExamples(platform, home));
       await waitForSignal();
       await platform.close();
       // The platform's handles are closed; if a stray one lingers, do not hang on it.
@@ -86,16 +100,19 @@ function waitForSignal(): Promise<NodeJS.Signals> {
   });
 }
 
-function startError(error: unknown, host: string, port: number): CliError {
+function startError(error: unknown, host: string, apiPort: number): CliError {
   if (isKilnError(error))
     return new CliError(error.code, error.message, { hint: error.hint, cause: error });
   const code = (error as { code?: unknown } | null)?.code;
+  // Listen errors carry the port that failed: the API's or the gateway's.
+  const failedPort = (error as { port?: unknown } | null)?.port;
+  const port = typeof failedPort === 'number' ? failedPort : apiPort;
   if (code === 'EADDRINUSE') {
     return new CliError(
       'KILN_LISTEN_FAILED',
       `cannot listen on ${host}:${port}: address already in use`,
       {
-        hint: 'stop the other process, or choose another port with --port',
+        hint: 'stop the other process, or choose other ports with --port / --gateway-port',
         cause: error,
       },
     );
@@ -105,7 +122,7 @@ function startError(error: unknown, host: string, port: number): CliError {
       'KILN_LISTEN_FAILED',
       `cannot listen on ${host}:${port}: ${code === 'EACCES' ? 'permission denied' : 'address not available'}`,
       {
-        hint: 'check --host and --port',
+        hint: 'check --host, --port and --gateway-port',
         cause: error,
       },
     );
@@ -116,18 +133,20 @@ function startError(error: unknown, host: string, port: number): CliError {
   });
 }
 
-function devExamples(url: string, home: string, demoModels: readonly string[]): string {
+function devExamples(platform: RunningPlatform, home: string): string {
+  const { url, gatewayUrl, demoModels } = platform;
   const env = url === 'http://127.0.0.1:8080' ? '' : `KILN_URL=${url} `;
-  return [
+  const lines = [
     `home: ${home}`,
-    demoModels.length > 0 ? `demo models registered: ${demoModels.join(', ')}` : '',
+    ...(demoModels.length > 0 ? [`demo models registered: ${demoModels.join(', ')}`] : []),
     'try, from another terminal:',
-    `  curl -s ${url}/api/v1/models`,
-    `  ${env}npx kiln models list`,
-    `  ${env}npx kiln models show fraud-xgb@champion`,
-    `  ${env}npx kiln models register fixtures/registry/mlp.onnx --name my-mlp --format onnx`,
+    `  curl -s ${gatewayUrl}/v2/models/fraud-xgb/infer -d @fixtures/requests/fraud-xgb.json`,
+    `  curl -s ${gatewayUrl}/v2/models/digits-cnn/infer -d @fixtures/requests/digits-cnn.json`,
+    `  ${env}npx kiln endpoints list`,
+    `  ${env}npx kiln predict fraud-xgb --data fixtures/requests/fraud-xgb.json`,
+    `  ${env}npx kiln models register fixtures/onnx/mlp.onnx --name my-mlp --format onnx`,
+    `  ${env}npx kiln deploy my-mlp --endpoint my-mlp --replicas 2 --wait`,
     '',
-  ]
-    .filter((line, i) => i !== 1 || line !== '')
-    .join('\n');
+  ];
+  return lines.join('\n');
 }

@@ -6,6 +6,9 @@ import { installErrorHandling, installJsonParser } from './error-handler.ts';
 import { registerBlobRoutes } from './routes-blobs.ts';
 import { registerModelRoutes } from './routes-models.ts';
 import { registerSystemRoutes } from './routes-system.ts';
+import { registerServingRoutes } from './routes-serving.ts';
+import type { EndpointService } from '../endpoints.ts';
+import type { Reconciler } from '../reconciler.ts';
 
 export interface ApiServerOptions {
   readonly registry: Registry;
@@ -15,6 +18,11 @@ export interface ApiServerOptions {
   /** Limit for JSON bodies (a version's manifest can list thousands of files). */
   readonly maxJsonBytes?: number;
   readonly logger?: boolean;
+  readonly serving?: {
+    readonly endpoints: EndpointService;
+    readonly reconciler: Reconciler;
+    readonly gatewayUrl: () => string;
+  };
 }
 
 export async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstance> {
@@ -38,7 +46,15 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
   });
   installJsonParser(app);
   installErrorHandling(app, maxJsonBytes);
-  registerSystemRoutes(app, options.registry, { version: options.version, home: options.home });
+  registerSystemRoutes(app, options.registry, {
+    version: options.version,
+    home: options.home,
+    gatewayUrl: options.serving?.gatewayUrl ?? (() => ''),
+  });
+  if (options.serving !== undefined) {
+    const { endpoints, reconciler } = options.serving;
+    registerServingRoutes(app, options.registry.store, endpoints, reconciler);
+  }
   registerModelRoutes(app, options.registry);
   registerBlobRoutes(app, options.registry.artifacts, options.maxUploadBytes);
   await app.ready();

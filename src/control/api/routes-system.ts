@@ -9,6 +9,8 @@ import { gcBody, signingPolicyBody, trustKeyBody } from './schemas.ts';
 export interface SystemInfo {
   readonly version: string;
   readonly home: string;
+  /** The data plane's base URL ('' while the gateway is not running). */
+  readonly gatewayUrl: () => string;
 }
 
 export function registerSystemRoutes(
@@ -23,6 +25,7 @@ export function registerSystemRoutes(
     version: info.version,
     store: store.kind,
     home: info.home,
+    gatewayUrl: info.gatewayUrl(),
   }));
 
   app.get('/api/v1/trusted-keys', async () => ({ items: await store.listTrustedKeys() }));

@@ -82,4 +82,35 @@ export const sqliteMigrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    name: 'endpoints-and-api-keys',
+    sql: `
+      CREATE TABLE endpoints (
+        name        TEXT PRIMARY KEY,
+        team        TEXT NOT NULL,
+        model_id    INTEGER NOT NULL REFERENCES models(id),
+        version_id  INTEGER NOT NULL REFERENCES model_versions(id),
+        -- what the user asked for: "3" or "@champion" (resolved into version_id at deploy)
+        ref         TEXT NOT NULL,
+        replicas    INTEGER NOT NULL,
+        config_json TEXT NOT NULL,
+        created_at  TEXT NOT NULL,
+        updated_at  TEXT NOT NULL
+      );
+      CREATE INDEX endpoints_version ON endpoints(version_id);
+
+      CREATE TABLE api_keys (
+        id          TEXT PRIMARY KEY,
+        name        TEXT NOT NULL,
+        sha256      TEXT NOT NULL UNIQUE,
+        prefix      TEXT NOT NULL,
+        team        TEXT,
+        endpoint    TEXT,
+        created_at  TEXT NOT NULL,
+        revoked_at  TEXT,
+        CHECK ((team IS NULL) <> (endpoint IS NULL))
+      );
+    `,
+  },
 ];

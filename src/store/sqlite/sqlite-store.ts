@@ -19,6 +19,8 @@ import type {
 import type { LineageQuery, NewModel, NewVersion, PageRequest, Store } from '../store.ts';
 import { cursorNumber, cursorString, decodePageToken, pageOf } from '../page-token.ts';
 import { sqliteMigrations, type Migration } from './migrations.ts';
+import { SqliteServingTables, endpointsServing } from './sqlite-serving.ts';
+import type { ApiKeyRecord, EndpointRecord, NewEndpoint } from '../serving-records.ts';
 import {
   toModelVersion,
   versionColumns,
@@ -62,9 +64,12 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly clock: Clock;
 
+  private readonly serving: SqliteServingTables;
+
   private constructor(db: Database.Database, clock: Clock) {
     this.db = db;
     this.clock = clock;
+    this.serving = new SqliteServingTables(db, clock);
   }
 
   static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
@@ -352,7 +357,10 @@ export class SqliteStore implements Store {
       if (row === undefined || row.deleted_at !== null) {
         throw kilnError('KILN_VERSION_NOT_FOUND', { model, version });
       }
-      const users = this.aliasesOf(row.id).map((a) => `alias ${a}`);
+      const users = [
+        ...this.aliasesOf(row.id).map((a) => `alias ${a}`),
+        ...endpointsServing(this.db, row.id).map((e) => `endpoint ${e}`),
+      ];
       if (users.length > 0) {
         throw kilnError(
           'KILN_VERSION_IN_USE',
@@ -569,5 +577,35 @@ export class SqliteStore implements Store {
         .run(team ?? '*', requireSignature ? 1 : 0);
       return this.readPolicy();
     });
+  }
+
+  // ---------------------------------------------------------------- serving
+
+  putEndpoint(endpoint: NewEndpoint): Promise<{ endpoint: EndpointRecord; created: boolean }> {
+    return this.run(() => this.serving.putEndpoint(endpoint));
+  }
+
+  getEndpoint(name: string): Promise<EndpointRecord | null> {
+    return this.run(() => this.serving.getEndpoint(name));
+  }
+
+  listEndpoints(): Promise<readonly EndpointRecord[]> {
+    return this.run(() => this.serving.listEndpoints());
+  }
+
+  deleteEndpoint(name: string): Promise<EndpointRecord | null> {
+    return this.run(() => this.serving.deleteEndpoint(name));
+  }
+
+  addApiKey(key: Omit<ApiKeyRecord, 'createdAt'>): Promise<ApiKeyRecord> {
+    return this.run(() => this.serving.addApiKey(key));
+  }
+
+  listApiKeys(): Promise<readonly ApiKeyRecord[]> {
+    return this.run(() => this.serving.listApiKeys());
+  }
+
+  revokeApiKey(id: string): Promise<ApiKeyRecord | null> {
+    return this.run(() => this.serving.revokeApiKey(id));
   }
 }

@@ -1,0 +1,152 @@
+// `kiln deploy MODEL[:VERSION|@ALIAS] --endpoint NAME`: create or update an endpoint (one
+// PUT; the control plane reconciles workers towards it), then, with --wait, poll it until
+// every replica is ready or --timeout-s passes.
+//
+//   PUT /api/v1/endpoints/{name} ─► print summary ─► [--wait: GET every 250 ms until ready]
+
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Option, type Command } from 'commander';
+import { integerOption, parseVersionRef, type VersionRef } from '../arguments.ts';
+import {
+  graphOptimizationLevels,
+  type DeployBody,
+  type Endpoint,
+  type EndpointConfig,
+  type GraphOptimizationLevel,
+} from '../api-types.ts';
+import { withClient } from '../context.ts';
+import { CliError } from '../errors.ts';
+import { apiPath } from '../http-client.ts';
+import { printJson, writeOut } from '../output.ts';
+import { deploySummary, notReadyReason, readinessText } from './endpoints-render.ts';
+
+export interface DeployOptions {
+  readonly endpoint: string;
+  readonly replicas: number;
+  readonly team?: string;
+  readonly threads?: number;
+  readonly interOpThreads?: number;
+  readonly graphOpt?: GraphOptimizationLevel;
+  readonly maxBodyBytes?: number;
+  readonly wait?: boolean;
+  readonly timeoutS: number;
+  readonly json?: boolean;
+}
+
+/** How often --wait asks for the endpoint's status. */
+export const waitIntervalMs = 250;
+
+export function registerDeployCommand(program: Command): void {
+  program
+    .command('deploy')
+    .description('serve a model version on an endpoint (created, or updated in place)')
+    .argument('<ref>', 'MODEL (latest version), MODEL:VERSION or MODEL@ALIAS')
+    .requiredOption('--endpoint <name>', 'endpoint name (its URL never changes)')
+    .option('--replicas <n>', 'number of worker processes', integerOption(0), 1)
+    .option('--team <team>', "team that owns the endpoint (default: the model's team)")
+    .option('--threads <n>', 'onnx: intra-op threads per replica (0 = default)', integerOption(0))
+    .option('--inter-op-threads <n>', 'onnx: inter-op threads per replica', integerOption(0))
+    .addOption(
+      new Option('--graph-opt <level>', 'onnx: graph optimization level').choices(
+        graphOptimizationLevels,
+      ),
+    )
+    .option('--max-body-bytes <n>', 'largest accepted request body', integerOption(1))
+    .option('--wait', 'wait until every replica is ready')
+    .option('--timeout-s <seconds>', 'with --wait: give up after this long', integerOption(1), 120)
+    .option('--json', 'print the endpoint as JSON')
+    .action(async (text: string, options: DeployOptions, command: Command) => {
+      const body = deployBody(parseVersionRef(text), options);
+      await withClient(command, async (client) => {
+        const path = apiPath('endpoints', options.endpoint);
+        let endpoint = await client.put<Endpoint>(path, body);
+        if (options.json !== true) writeOut(deploySummary(endpoint));
+        if (options.wait === true) {
+          const outcome = await waitUntilReady(endpoint, () => client.get<Endpoint>(path), {
+            timeoutMs: options.timeoutS * 1000,
+          });
+          endpoint = outcome.endpoint;
+          if (!outcome.ready) throw notReadyError(endpoint, options.timeoutS);
+        }
+        if (options.json === true) printJson(endpoint);
+        else writeOut(readinessText(endpoint));
+      });
+    });
+}
+
+/** The PUT body: version or alias from the reference (neither = latest); absent flags omitted. */
+export function deployBody(ref: VersionRef, options: Omit<DeployOptions, 'timeoutS'>): DeployBody {
+  const body: DeployBody = { model: ref.model, replicas: options.replicas, config: {} };
+  switch (ref.kind) {
+    case 'latest':
+      break;
+    case 'version':
+      body.version = ref.version;
+      break;
+    case 'alias':
+      body.alias = ref.alias;
+      break;
+  }
+  if (options.team !== undefined) body.team = options.team;
+  const config: EndpointConfig = body.config;
+  if (options.threads !== undefined) config.intraOpThreads = options.threads;
+  if (options.interOpThreads !== undefined) config.interOpThreads = options.interOpThreads;
+  if (options.graphOpt !== undefined) config.graphOptimizationLevel = options.graphOpt;
+  if (options.maxBodyBytes !== undefined) config.maxBodyBytes = options.maxBodyBytes;
+  return body;
+}
+
+export interface WaitOptions {
+  readonly timeoutMs: number;
+  readonly intervalMs?: number;
+  readonly now?: () => number;
+  readonly sleep?: (ms: number) => Promise<unknown>;
+}
+
+export type WaitOutcome =
+  | { readonly ready: true; readonly endpoint: Endpoint }
+  | { readonly ready: false; readonly endpoint: Endpoint };
+
+/**
+ * Polls `fetch` every `intervalMs` until every desired replica is ready, or until `timeoutMs`
+ * has passed (then the last status seen, not ready). Never sleeps past the deadline.
+ */
+export async function waitUntilReady(
+  first: Endpoint,
+  fetch: () => Promise<Endpoint>,
+  options: WaitOptions,
+): Promise<WaitOutcome> {
+  const now = options.now ?? Date.now;
+  const pause = options.sleep ?? sleep;
+  const intervalMs = options.intervalMs ?? waitIntervalMs;
+  const deadline = now() + options.timeoutMs;
+  let endpoint = first;
+  while (!allReplicasReady(endpoint)) {
+    const left = deadline - now();
+    if (left <= 0) return { ready: false, endpoint };
+    await pause(Math.min(intervalMs, left));
+    endpoint = await fetch();
+  }
+  return { ready: true, endpoint };
+}
+
+/**
+ * What --wait waits for. `status.ready` alone means the endpoint can serve (the platform sets
+ * it once any replica is ready); a deploy has finished when all desired replicas are.
+ */
+export function allReplicasReady(endpoint: Endpoint): boolean {
+  if (endpoint.replicas === 0) return true; // nothing to start
+  return endpoint.status.ready && endpoint.status.readyReplicas >= endpoint.replicas;
+}
+
+function notReadyError(endpoint: Endpoint, timeoutS: number): CliError {
+  const counts = `${endpoint.status.readyReplicas}/${endpoint.replicas} replicas ready`;
+  const reason = notReadyReason(endpoint.status);
+  return new CliError(
+    'KILN_WAIT_TIMEOUT',
+    `endpoint ${endpoint.name} is not ready after ${timeoutS} s (${counts})${reason === undefined ? '' : `: ${reason}`}`,
+    {
+      hint: `see its replicas with \`kiln endpoints show ${endpoint.name}\`, or wait longer with --timeout-s`,
+    },
+  );
+}

@@ -1,0 +1,104 @@
+// Human renderings of endpoints and API keys (pure: data in, text out).
+
+import type { ApiKey, CreatedApiKey, Endpoint, EndpointStatus } from '../api-types.ts';
+import { inlineMap, renderKeyValues, renderTable, shortTime } from '../output.ts';
+
+export function endpointsTable(endpoints: readonly Endpoint[]): string {
+  return renderTable(
+    ['name', 'model', { header: 'version', align: 'right' }, 'replicas', 'ready', 'url'],
+    endpoints.map((e) => [
+      e.name,
+      e.model,
+      e.version,
+      `${e.status.readyReplicas}/${e.replicas}`,
+      e.status.ready ? 'yes' : 'no',
+      e.url,
+    ]),
+  );
+}
+
+/** The endpoint's fields, then its replicas (if any) as a table. */
+export function endpointDetails(endpoint: Endpoint): string {
+  const { status } = endpoint;
+  let text = renderKeyValues([
+    ['name', endpoint.name],
+    ['team', endpoint.team],
+    ['model', endpoint.model],
+    ['version', endpoint.version],
+    ['ref', endpoint.ref],
+    ['replicas', `${endpoint.replicas} (${status.readyReplicas} ready)`],
+    ['config', inlineMap(endpoint.config)],
+    ['url', endpoint.url],
+    ['ready', status.ready ? 'yes' : 'no'],
+    ['reason', status.reason],
+    ['created', shortTime(endpoint.createdAt)],
+    ['updated', shortTime(endpoint.updatedAt)],
+  ]);
+  if (status.replicas.length > 0) {
+    text +=
+      '\nReplicas\n' +
+      renderTable(
+        [
+          'id',
+          { header: 'version', align: 'right' },
+          'state',
+          { header: 'pid', align: 'right' },
+          { header: 'restarts', align: 'right' },
+          'reason',
+        ],
+        status.replicas.map((r) => [r.id, r.version, r.state, r.pid, r.restarts, r.reason]),
+      );
+  }
+  return text;
+}
+
+/** `endpoint fraud → fraud-xgb v3 (2 replicas)` and `url: …`. */
+export function deploySummary(endpoint: Endpoint): string {
+  const replicas = `${endpoint.replicas} ${endpoint.replicas === 1 ? 'replica' : 'replicas'}`;
+  return (
+    `endpoint ${endpoint.name} → ${endpoint.model} v${endpoint.version} (${replicas})\n` +
+    renderKeyValues([['url', endpoint.url]])
+  );
+}
+
+/** `ready (2/2 replicas)` or `not ready (0/2 replicas): <reason>`. */
+export function readinessText(endpoint: Endpoint): string {
+  const counts = `(${endpoint.status.readyReplicas}/${endpoint.replicas} replicas)`;
+  if (endpoint.status.ready) return `ready ${counts}\n`;
+  const reason = notReadyReason(endpoint.status);
+  return `not ready ${counts}${reason === undefined ? '' : `: ${reason}`}\n`;
+}
+
+/** Why an endpoint is not ready: its own reason, else the first replica that gave one. */
+export function notReadyReason(status: EndpointStatus): string | undefined {
+  if (status.reason !== null && status.reason !== '') return status.reason;
+  const replica =
+    status.replicas.find((r) => r.state === 'failed' && r.reason !== null) ??
+    status.replicas.find((r) => r.reason !== null);
+  if (replica?.reason !== undefined && replica.reason !== null) {
+    return `replica ${replica.id} ${replica.state}: ${replica.reason}`;
+  }
+  return undefined;
+}
+
+export function apiKeysTable(keys: readonly ApiKey[]): string {
+  return renderTable(
+    ['id', 'name', 'team', 'endpoint', 'prefix', 'created'],
+    keys.map((k) => [k.id, k.name, k.team, k.endpoint, k.prefix, shortTime(k.createdAt)]),
+  );
+}
+
+/** The new key, shown this once, with a line saying so. */
+export function createdApiKeyText(key: CreatedApiKey): string {
+  return (
+    `created API key ${key.id} (${key.name}, ${scopeText(key)})\n` +
+    `key: ${key.key}\n` +
+    'this key is shown only now and cannot be retrieved later: store it somewhere safe\n'
+  );
+}
+
+export function scopeText(key: ApiKey): string {
+  if (key.endpoint !== null) return `endpoint ${key.endpoint}`;
+  if (key.team !== null) return `team ${key.team}`;
+  return 'no scope';
+}

@@ -1,0 +1,133 @@
+// /api/v1/endpoints, /api/v1/api-keys and the gateway's routing-snapshot long-poll.
+
+import { createHash, randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { kilnError } from '../../core/errors.ts';
+import { checkName } from '../../registry/names.ts';
+import type { Store } from '../../store/store.ts';
+import type { DeployRequest, EndpointService } from '../endpoints.ts';
+import type { Reconciler } from '../reconciler.ts';
+
+const shortString = { type: 'string', minLength: 1, maxLength: 256 } as const;
+
+const deployBody = {
+  type: 'object',
+  required: ['model'],
+  additionalProperties: false,
+  properties: {
+    model: shortString,
+    version: { type: 'integer', minimum: 1 },
+    alias: shortString,
+    replicas: { type: 'integer', minimum: 0, maximum: 64 },
+    team: shortString,
+    config: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        intraOpThreads: { type: 'integer', minimum: 0, maximum: 256 },
+        interOpThreads: { type: 'integer', minimum: 0, maximum: 256 },
+        graphOptimizationLevel: { type: 'string', enum: ['disabled', 'basic', 'extended', 'all'] },
+        maxBodyBytes: { type: 'integer', minimum: 1024, maximum: 1024 ** 3 },
+      },
+    },
+  },
+} as const;
+
+const apiKeyBody = {
+  type: 'object',
+  required: ['name'],
+  additionalProperties: false,
+  properties: { name: shortString, team: shortString, endpoint: shortString },
+} as const;
+
+const snapshotQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    after: { type: 'integer', minimum: 0 },
+    waitMs: { type: 'integer', minimum: 0, maximum: 60_000, default: 25_000 },
+  },
+} as const;
+
+export function registerServingRoutes(
+  app: FastifyInstance,
+  store: Store,
+  endpoints: EndpointService,
+  reconciler: Reconciler,
+): void {
+  app.get('/api/v1/endpoints', async () => ({ items: await endpoints.list() }));
+
+  app.get<{ Params: { name: string } }>('/api/v1/endpoints/:name', async (request) =>
+    endpoints.get(request.params.name),
+  );
+
+  app.put<{ Params: { name: string }; Body: DeployRequest }>(
+    '/api/v1/endpoints/:name',
+    { schema: { body: deployBody } },
+    async (request, reply) => {
+      const { endpoint, created } = await endpoints.deploy(request.params.name, request.body);
+      request.log.info({ endpoint: endpoint.name, version: endpoint.version }, 'endpoint deployed');
+      return reply.code(created ? 201 : 200).send(endpoint);
+    },
+  );
+
+  app.delete<{ Params: { name: string } }>('/api/v1/endpoints/:name', async (request) =>
+    endpoints.delete(request.params.name),
+  );
+
+  app.get('/api/v1/api-keys', async () => ({
+    items: (await store.listApiKeys()).map(({ sha256: _hash, ...key }) => key),
+  }));
+
+  app.post<{ Body: { name: string; team?: string; endpoint?: string } }>(
+    '/api/v1/api-keys',
+    { schema: { body: apiKeyBody } },
+    async (request, reply) => {
+      const { name, team, endpoint } = request.body;
+      if ((team === undefined) === (endpoint === undefined)) {
+        throw kilnError('KILN_VALIDATION_FAILED', {
+          reason: 'give exactly one of team or endpoint',
+        });
+      }
+      checkName('key', name);
+      if (team !== undefined) checkName('team', team);
+      if (endpoint !== undefined) checkName('endpoint', endpoint);
+      const key = `kiln_${randomBytes(24).toString('base64url')}`;
+      const record = await store.addApiKey({
+        id: randomBytes(6).toString('hex'),
+        name,
+        sha256: createHash('sha256').update(key).digest('hex'),
+        prefix: key.slice(0, 12),
+        team: team ?? null,
+        endpoint: endpoint ?? null,
+      });
+      await reconciler.trigger();
+      const { sha256: _hash, ...shown } = record;
+      return reply.code(201).send({ ...shown, key });
+    },
+  );
+
+  app.delete<{ Params: { id: string } }>('/api/v1/api-keys/:id', async (request) => {
+    const revoked = await store.revokeApiKey(request.params.id);
+    if (revoked === null) throw kilnError('KILN_API_KEY_NOT_FOUND', { key: request.params.id });
+    await reconciler.trigger();
+    const { sha256: _hash, ...shown } = revoked;
+    return shown;
+  });
+
+  app.get<{ Querystring: { after?: number; waitMs: number } }>(
+    '/api/v1/routing/snapshot',
+    { schema: { querystring: snapshotQuery } },
+    async (request, reply) => {
+      const controller = new AbortController();
+      reply.raw.once('close', () => controller.abort());
+      const snapshot = await reconciler.routing.waitForNewer(
+        request.query.after ?? 0,
+        request.query.waitMs,
+        controller.signal,
+      );
+      if (snapshot === null) return reply.code(204).send();
+      return snapshot;
+    },
+  );
+}

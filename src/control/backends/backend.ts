@@ -1,0 +1,29 @@
+// A backend runs replicas: worker processes here (local), pods later (kubernetes). It is the
+// one place that performs side effects for the reconciler; the reconciler's decisions are a
+// pure function (replica-plan.ts) of desired and observed state.
+
+import type { ModelSchema } from '../../core/tensor.ts';
+import type { WorkerSpec } from '../../worker/worker-spec.ts';
+
+/** A worker spec without the parts the backend chooses (where it listens, its folder). */
+export type ReplicaLaunch = Omit<WorkerSpec, 'host' | 'port' | 'workDir'>;
+
+export type ReplicaEvent =
+  | { readonly kind: 'listening'; readonly url: string }
+  | { readonly kind: 'ready'; readonly schema: ModelSchema; readonly memoryBytes: number }
+  | { readonly kind: 'failed'; readonly reason: string }
+  | { readonly kind: 'exited'; readonly code: number | null; readonly signal: string | null };
+
+export interface ReplicaHandle {
+  readonly id: string;
+  readonly pid: number | null;
+  /** Asks the replica to drain and stop; kills it after graceMs. Resolves when it is gone. */
+  stop(graceMs: number): Promise<void>;
+}
+
+export interface Backend {
+  readonly kind: 'local' | 'kubernetes';
+  start(launch: ReplicaLaunch, onEvent: (event: ReplicaEvent) => void): ReplicaHandle;
+  /** Stops every replica (platform shutdown). */
+  close(): Promise<void>;
+}

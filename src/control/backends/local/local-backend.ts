@@ -1,0 +1,127 @@
+// The local backend: one worker OS process per replica, on loopback, so a crashing or leaking
+// model cannot take down the control plane, the gateway or other endpoints.
+//
+// Each worker gets a private folder <home>/run/replicas/<replica-id>/ holding its spec and
+// the verified copy of its model files, and reports its progress as JSON lines on stdout.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { WorkerEvent, WorkerSpec } from '../../../worker/worker-spec.ts';
+import type { Backend, ReplicaEvent, ReplicaHandle, ReplicaLaunch } from '../backend.ts';
+
+const workerEntry = new URL('../../../worker/main.ts', import.meta.url).pathname;
+
+export interface LocalBackendOptions {
+  /** <home>/run: replica folders go under replicas/. */
+  readonly runDir: string;
+  readonly host?: string;
+}
+
+export class LocalBackend implements Backend {
+  readonly kind = 'local' as const;
+  private readonly children = new Set<ChildProcess>();
+
+  constructor(private readonly options: LocalBackendOptions) {}
+
+  start(launch: ReplicaLaunch, onEvent: (event: ReplicaEvent) => void): ReplicaHandle {
+    const workDir = join(this.options.runDir, 'replicas', launch.replicaId);
+    const spec: WorkerSpec = {
+      ...launch,
+      host: this.options.host ?? '127.0.0.1',
+      port: 0,
+      workDir,
+    };
+    mkdirSync(workDir, { recursive: true });
+    const specPath = join(workDir, 'spec.json');
+    writeFileSync(specPath, JSON.stringify(spec));
+    const child = spawn(process.execPath, ['--import', 'tsx', workerEntry, '--spec', specPath], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, KILN_REPLICA_ID: launch.replicaId },
+    });
+    this.children.add(child);
+    let stderrTail = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderrTail = (stderrTail + chunk.toString()).slice(-2000);
+    });
+    const lines = createInterface({ input: child.stdout });
+    lines.on('line', (line) => {
+      let event: WorkerEvent;
+      try {
+        event = JSON.parse(line) as WorkerEvent;
+      } catch {
+        return; // not an event line
+      }
+      switch (event.event) {
+        case 'listening':
+          onEvent({ kind: 'listening', url: event.url });
+          break;
+        case 'ready':
+          onEvent({
+            kind: 'ready',
+            schema: { inputs: event.inputs, outputs: event.outputs },
+            memoryBytes: event.memoryBytes,
+          });
+          break;
+        case 'failed':
+          onEvent({ kind: 'failed', reason: event.message });
+          break;
+      }
+    });
+    const exited = new Promise<void>((resolve) => {
+      child.once('exit', (code, signal) => {
+        this.children.delete(child);
+        if (code !== 0 && code !== 3 && signal !== 'SIGTERM' && stderrTail.trim() !== '') {
+          process.stderr.write(
+            `replica ${launch.replicaId} exited (${code ?? signal}): ${stderrTail.trim().split('\n').slice(-3).join(' | ')}\n`,
+          );
+        }
+        onEvent({ kind: 'exited', code, signal });
+        resolve();
+      });
+    });
+    child.on('error', (error) =>
+      onEvent({ kind: 'failed', reason: `could not start the worker: ${error.message}` }),
+    );
+    return {
+      id: launch.replicaId,
+      pid: child.pid ?? null,
+      async stop(graceMs: number): Promise<void> {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+        await exited;
+        clearTimeout(timer);
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.children];
+    for (const child of all) child.kill('SIGTERM');
+    await Promise.all(
+      all.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+            child.once('exit', () => {
+              clearTimeout(timer);
+              resolve();
+            });
+          }),
+      ),
+    );
+  }
+
+  /** Ensures the run folder exists (called once at platform start). */
+  async init(): Promise<void> {
+    await mkdir(join(this.options.runDir, 'replicas'), { recursive: true });
+    await writeFile(
+      join(this.options.runDir, 'README'),
+      'Kiln worker replicas: spec and verified model copy per replica.\n',
+    );
+  }
+}

@@ -1,0 +1,137 @@
+// Endpoints: deploying a model version under a stable name, and what users see of them.
+// Deploy checks everything that can be known without starting a worker (version exists,
+// format servable, signature policy, ONNX declared schema vs the model), then records the
+// desired state; the reconciler makes it so.
+
+import { kilnError } from '../core/errors.ts';
+import type { Registry } from '../registry/registry.ts';
+import { checkName } from '../registry/names.ts';
+import { servableFormats } from '../runtimes/load-runtime.ts';
+import type { EndpointConfig, EndpointRecord } from '../store/serving-records.ts';
+import type { Reconciler, ReplicaStatus } from './reconciler.ts';
+
+export interface DeployRequest {
+  readonly model: string;
+  readonly version?: number;
+  readonly alias?: string;
+  readonly replicas?: number;
+  readonly team?: string;
+  readonly config?: EndpointConfig;
+}
+
+export interface EndpointView extends EndpointRecord {
+  readonly url: string;
+  readonly status: {
+    readonly ready: boolean;
+    readonly readyReplicas: number;
+    readonly reason: string | null;
+    readonly replicas: readonly Omit<ReplicaStatus, 'endpoint' | 'model' | 'slot'>[];
+  };
+}
+
+export class EndpointService {
+  constructor(
+    private readonly registry: Registry,
+    private readonly reconciler: Reconciler,
+    private readonly gatewayUrl: () => string,
+  ) {}
+
+  async deploy(
+    name: string,
+    request: DeployRequest,
+  ): Promise<{ endpoint: EndpointView; created: boolean }> {
+    checkName('endpoint', name);
+    if (request.version !== undefined && request.alias !== undefined) {
+      throw kilnError('KILN_VALIDATION_FAILED', {
+        reason: 'give either version or alias, not both',
+      });
+    }
+    const model = await this.registry.requireModel(request.model);
+    let ref: string;
+    let wanted: number | string;
+    if (request.version !== undefined) [ref, wanted] = [String(request.version), request.version];
+    else if (request.alias !== undefined) [ref, wanted] = [`@${request.alias}`, request.alias];
+    else {
+      if (model.latestVersion === null)
+        throw kilnError('KILN_VERSION_NOT_FOUND', { model: model.name, version: 'latest' });
+      [ref, wanted] = ['latest', model.latestVersion];
+    }
+    const { version } = await this.registry.trustedVersion(model.name, wanted);
+    if (!servableFormats.includes(version.format)) {
+      throw kilnError('KILN_FORMAT_NOT_SERVABLE', { format: version.format });
+    }
+    if (version.format === 'onnx' && version.schema !== null) {
+      const { checkDeclaredSchema } = await import('../runtimes/onnx/check-declared-schema.ts');
+      const info = version.formatInfo as { inputs?: never[]; outputs?: never[] };
+      const check = checkDeclaredSchema(version.schema, {
+        inputs: info.inputs ?? [],
+        outputs: info.outputs ?? [],
+      });
+      if (!check.ok) throw kilnError('KILN_SCHEMA_MISMATCH', { reason: check.reason });
+    }
+    const team = request.team ?? model.team;
+    checkName('team', team);
+    const { endpoint, created } = await this.registry.store.putEndpoint({
+      name,
+      team,
+      model: model.name,
+      version: version.version,
+      ref,
+      replicas: request.replicas ?? 1,
+      config: request.config ?? {},
+    });
+    await this.reconciler.trigger();
+    return { endpoint: this.view(endpoint), created };
+  }
+
+  async get(name: string): Promise<EndpointView> {
+    const record = await this.registry.store.getEndpoint(name);
+    if (record === null) throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint: name });
+    return this.view(record);
+  }
+
+  async list(): Promise<EndpointView[]> {
+    return (await this.registry.store.listEndpoints()).map((e) => this.view(e));
+  }
+
+  async delete(name: string): Promise<EndpointView> {
+    const record = await this.registry.store.deleteEndpoint(name);
+    if (record === null) throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint: name });
+    const view = this.view(record);
+    await this.reconciler.trigger();
+    return view;
+  }
+
+  view(record: EndpointRecord): EndpointView {
+    const replicas = this.reconciler.replicaStatus(record.name);
+    const current = replicas.filter((r) => r.version === record.version && r.state !== 'stopping');
+    const readyReplicas = current.filter((r) => r.state === 'ready').length;
+    const failed = current.find((r) => r.state === 'failed' || r.reason !== null);
+    const reason =
+      readyReplicas > 0
+        ? null
+        : failed !== undefined
+          ? `replica ${failed.id}: ${failed.reason ?? 'failed'}`
+          : current.length > 0
+            ? 'starting'
+            : 'no replica yet';
+    return {
+      ...record,
+      url: `${this.gatewayUrl()}/v2/models/${record.name}`,
+      status: {
+        ready: readyReplicas > 0,
+        readyReplicas,
+        reason,
+        replicas: replicas.map(({ id, version, state, url, pid, restarts, reason: why }) => ({
+          id,
+          version,
+          state,
+          url,
+          pid,
+          restarts,
+          reason: why,
+        })),
+      },
+    };
+  }
+}

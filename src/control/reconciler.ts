@@ -1,0 +1,332 @@
+// The reconciler: keeps the replicas that exist in line with the endpoints users asked for,
+// and publishes the routing snapshot the gateway serves from. Decisions come from
+// planReplicas (pure); this class observes, executes, and records what happened.
+//
+//   store (endpoints, api keys) ─┐
+//                                ├─► planReplicas ─► backend.start / stop
+//   replica events (backend) ────┘         │
+//                                          └─► RoutingTable.publish (ready replicas only)
+
+import { KilnError } from '../core/errors.ts';
+import type { Clock } from '../core/clock.ts';
+import type { ModelSchema } from '../core/tensor.ts';
+import type { Registry } from '../registry/registry.ts';
+import type { Store } from '../store/store.ts';
+import type { EndpointRecord } from '../store/serving-records.ts';
+import type { ApiKeyGrant, EndpointRoute, RoutingSnapshot } from '../gateway/routing-snapshot.ts';
+import type { Backend, ReplicaEvent, ReplicaHandle } from './backends/backend.ts';
+import {
+  planReplicas,
+  restartBackoffMs,
+  type ReplicaAction,
+  type ReplicaState,
+} from './replica-plan.ts';
+import { RoutingTable } from './routing-table.ts';
+
+export const defaultMaxBodyBytes = 32 * 1024 * 1024;
+
+export interface ReplicaStatus {
+  readonly id: string;
+  readonly endpoint: string;
+  readonly model: string;
+  readonly version: number;
+  readonly slot: number;
+  readonly state: ReplicaState;
+  readonly url: string | null;
+  readonly pid: number | null;
+  readonly restarts: number;
+  readonly reason: string | null;
+}
+
+interface Replica {
+  id: string;
+  endpoint: string;
+  model: string;
+  version: number;
+  slot: number;
+  state: ReplicaState;
+  url: string | null;
+  restarts: number;
+  reason: string | null;
+  restartAtMs: number | null;
+  handle: ReplicaHandle | null;
+}
+
+export interface ReconcilerOptions {
+  readonly store: Store;
+  readonly registry: Registry;
+  readonly backend: Backend;
+  readonly clock: Clock;
+  readonly auth: RoutingSnapshot['auth'];
+  /** How often to look again without a trigger (restarts after backoff). */
+  readonly intervalMs?: number;
+  /** Pause between unpublishing a replica and stopping it (lets gateways catch up). */
+  readonly unpublishDelayMs?: number;
+}
+
+export class Reconciler {
+  readonly routing: RoutingTable;
+  private readonly replicas = new Map<string, Replica>();
+  /** Schemas the workers reported, by "model@version" (used when none was declared). */
+  private readonly reportedSchemas = new Map<string, ModelSchema>();
+  private endpoints: readonly EndpointRecord[] = [];
+  private grants: readonly ApiKeyGrant[] = [];
+  private declaredSchemas = new Map<string, ModelSchema | null>();
+  private formats = new Map<string, EndpointRoute['format']>();
+  private running: Promise<void> | null = null;
+  private again = false;
+  private timer: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  constructor(private readonly options: ReconcilerOptions) {
+    this.routing = new RoutingTable(
+      { auth: options.auth, endpoints: [], apiKeys: [] },
+      options.clock,
+    );
+  }
+
+  start(): void {
+    this.timer = setInterval(() => void this.trigger(), this.options.intervalMs ?? 500);
+    this.timer.unref();
+    void this.trigger();
+  }
+
+  /** Asks for a reconcile pass soon; passes never overlap. Resolves when it has run. */
+  trigger(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    if (this.running !== null) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = (async () => {
+      try {
+        do {
+          this.again = false;
+          await this.pass();
+        } while (this.again && !this.closed);
+      } catch (error) {
+        process.stderr.write(`reconciler: ${String((error as Error).stack ?? error)}\n`);
+      } finally {
+        this.running = null;
+      }
+    })();
+    return this.running;
+  }
+
+  replicaStatus(endpoint?: string): ReplicaStatus[] {
+    return [...this.replicas.values()]
+      .filter((r) => endpoint === undefined || r.endpoint === endpoint)
+      .sort((a, b) => (a.id < b.id ? -1 : 1))
+      .map((r) => ({
+        id: r.id,
+        endpoint: r.endpoint,
+        model: r.model,
+        version: r.version,
+        slot: r.slot,
+        state: r.state,
+        url: r.url,
+        pid: r.handle?.pid ?? null,
+        restarts: r.restarts,
+        reason: r.reason,
+      }));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer !== null) clearInterval(this.timer);
+    await this.running;
+    for (const replica of this.replicas.values()) replica.state = 'stopping';
+    this.routing.close();
+    await Promise.all(
+      [...this.replicas.values()].flatMap((r) =>
+        r.handle === null ? [] : [r.handle.stop(10_000)],
+      ),
+    );
+    await this.options.backend.close();
+  }
+
+  // ------------------------------------------------------------------ one pass
+
+  private async pass(): Promise<void> {
+    const { store } = this.options;
+    this.endpoints = await store.listEndpoints();
+    this.grants = (await store.listApiKeys()).map((k) => ({
+      id: k.id,
+      sha256: k.sha256,
+      team: k.team,
+      endpoint: k.endpoint,
+    }));
+    for (const endpoint of this.endpoints)
+      await this.learnVersion(endpoint.model, endpoint.version);
+    const actions = planReplicas(
+      this.endpoints.map((e) => ({ name: e.name, version: e.version, replicas: e.replicas })),
+      [...this.replicas.values()],
+      this.options.clock.now(),
+    );
+    for (const action of actions) await this.execute(action);
+    this.publish();
+  }
+
+  private async learnVersion(model: string, version: number): Promise<void> {
+    const key = `${model}@${version}`;
+    if (this.formats.has(key)) return;
+    try {
+      const found = await this.options.registry.resolveVersion(model, version);
+      this.formats.set(key, found.format);
+      this.declaredSchemas.set(key, found.schema);
+    } catch {
+      // a replica start for it will fail with the reason
+    }
+  }
+
+  private async execute(action: ReplicaAction): Promise<void> {
+    switch (action.kind) {
+      case 'start': {
+        const endpoint = this.endpoints.find((e) => e.name === action.endpoint);
+        if (endpoint === undefined) return;
+        const replica: Replica = {
+          id: `${endpoint.name}-v${action.version}-r${action.slot}`,
+          endpoint: endpoint.name,
+          model: endpoint.model,
+          version: action.version,
+          slot: action.slot,
+          state: 'starting',
+          url: null,
+          restarts: 0,
+          reason: null,
+          restartAtMs: null,
+          handle: null,
+        };
+        this.replicas.set(replica.id, replica);
+        await this.launch(replica, endpoint);
+        return;
+      }
+      case 'restart': {
+        const replica = this.replicas.get(action.replicaId);
+        const endpoint = this.endpoints.find((e) => e.name === replica?.endpoint);
+        if (replica === undefined || endpoint === undefined) return;
+        replica.restarts += 1;
+        replica.state = 'starting';
+        replica.restartAtMs = null;
+        await this.launch(replica, endpoint);
+        return;
+      }
+      case 'stop': {
+        const replica = this.replicas.get(action.replicaId);
+        if (replica === undefined) return;
+        replica.state = 'stopping';
+        this.publish();
+        const handle = replica.handle;
+        if (handle === null) {
+          this.replicas.delete(replica.id);
+          return;
+        }
+        // Stopping drains in-flight requests; it runs in the background of the loop.
+        void (async () => {
+          await new Promise((r) => setTimeout(r, this.options.unpublishDelayMs ?? 100));
+          await handle.stop(10_000);
+        })();
+        return;
+      }
+    }
+  }
+
+  /** Checks the version may be served (signature policy now), then starts a worker. */
+  private async launch(replica: Replica, endpoint: EndpointRecord): Promise<void> {
+    let version;
+    try {
+      ({ version } = await this.options.registry.trustedVersion(replica.model, replica.version));
+    } catch (error) {
+      this.markFailed(replica, error instanceof KilnError ? error.message : String(error));
+      return;
+    }
+    replica.reason = null;
+    replica.url = null;
+    const { maxBodyBytes, ...config } = endpoint.config;
+    replica.handle = this.options.backend.start(
+      {
+        replicaId: replica.id,
+        endpoint: replica.endpoint,
+        model: replica.model,
+        version: replica.version,
+        format: version.format,
+        files: version.files,
+        schema: version.schema,
+        artifactsRoot: this.options.registry.artifacts.root,
+        maxBodyBytes: maxBodyBytes ?? defaultMaxBodyBytes,
+        config,
+      },
+      (event) => this.onReplicaEvent(replica, event),
+    );
+  }
+
+  private markFailed(replica: Replica, reason: string): void {
+    replica.state = 'failed';
+    replica.reason = reason;
+    replica.url = null;
+    replica.handle = null;
+    replica.restartAtMs = this.options.clock.now() + restartBackoffMs(replica.restarts);
+  }
+
+  private onReplicaEvent(replica: Replica, event: ReplicaEvent): void {
+    switch (event.kind) {
+      case 'listening':
+        replica.url = event.url;
+        return;
+      case 'ready':
+        if (replica.state === 'stopping') return;
+        replica.state = 'ready';
+        replica.reason = null;
+        this.reportedSchemas.set(`${replica.model}@${replica.version}`, event.schema);
+        this.publish();
+        void this.trigger();
+        return;
+      case 'failed':
+        replica.reason = event.reason;
+        return;
+      case 'exited':
+        if (replica.state === 'stopping') {
+          this.replicas.delete(replica.id);
+        } else {
+          const how =
+            event.signal === null ? `code ${event.code ?? '?'}` : `signal ${event.signal}`;
+          this.markFailed(replica, replica.reason ?? `the worker exited (${how})`);
+        }
+        this.publish();
+        void this.trigger();
+        return;
+    }
+  }
+
+  // ------------------------------------------------------------------ routing
+
+  private route(endpoint: EndpointRecord): EndpointRoute {
+    const ready = [...this.replicas.values()].filter(
+      (r) => r.endpoint === endpoint.name && r.state === 'ready' && r.url !== null,
+    );
+    const current = ready.filter((r) => r.version === endpoint.version);
+    // Until the desired version has a ready replica, the old one keeps serving.
+    const serving =
+      current.length > 0 ? current : ready.filter((r) => r.version === ready[0]?.version);
+    const version = serving[0]?.version ?? endpoint.version;
+    const key = `${endpoint.model}@${version}`;
+    return {
+      name: endpoint.name,
+      team: endpoint.team,
+      model: endpoint.model,
+      version,
+      format: this.formats.get(key) ?? 'onnx',
+      schema: this.declaredSchemas.get(key) ?? this.reportedSchemas.get(key) ?? null,
+      maxBodyBytes: endpoint.config.maxBodyBytes ?? defaultMaxBodyBytes,
+      replicas: serving.map((r) => ({ id: r.id, url: r.url ?? '', version: r.version })),
+    };
+  }
+
+  private publish(): void {
+    this.routing.publish({
+      auth: this.options.auth,
+      endpoints: this.endpoints.map((e) => this.route(e)),
+      apiKeys: this.grants,
+    });
+  }
+}

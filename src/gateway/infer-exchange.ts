@@ -1,0 +1,366 @@
+// One request on its way to a replica: the gateway's hot path. A single object per request
+// carries the whole lifecycle and is itself the undici dispatch handler, so the path needs
+// no per-request closures:
+//
+//   readBody ─▶ onBodyData* (count bytes, 413 past maxBodyBytes) ─▶ onBodyEnd
+//     ─▶ checkInferBody (lenient JSON + compiled schema; 400, the worker sees nothing)
+//     ─▶ send: pick replica (least outstanding) ─▶ pool.dispatch(original bytes)
+//     ─▶ onResponseStart / onResponseData* / onResponseEnd (small answers with a length are
+//        sent in one write at the end; others are streamed back as they arrive)
+//     └▶ onResponseError before any response on a lost connection: eject the replica and
+//        send once more to another one; else 503 (retryable, Retry-After: 1) or 504.
+//
+// Metadata requests for endpoints without a schema in the snapshot take the same path
+// from `send` on (GET, no body, not counted in the request metrics).
+
+import { performance } from 'node:perf_hooks';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Dispatcher } from 'undici';
+import type { ErrorCode, ErrorParams } from '../core/errors.ts';
+import type { GatewayLog } from './gateway-log.ts';
+import {
+  onRequestData,
+  onRequestEnd,
+  onResponseClose,
+  onResponseDrain,
+  type ExchangeEvents,
+  type GatewayRequest,
+  type GatewayResponse,
+} from './http-types.ts';
+import type { EndpointSeries } from './metrics.ts';
+import { pickReplica } from './replica-picker.ts';
+import type { ReplicaState } from './replica-set.ts';
+import { checkInferBody } from './request-check.ts';
+import type { EndpointEntry } from './route-table.ts';
+import { classifyUpstreamError } from './upstream-errors.ts';
+import { sendV2Error, sendV2Message, type HeaderList } from './v2-reply.ts';
+
+export interface ExchangeSettings {
+  readonly ejectMs: number;
+  readonly upstreamTimeoutMs: number;
+  readonly log: GatewayLog;
+}
+
+// Worker response headers the gateway does not pass on: hop-by-hop ones (RFC 9110 §7.6.1)
+// and the ones it sets itself.
+const skippedResponseHeaders = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-connection',
+  'date',
+  'x-request-id',
+  'traceparent',
+  'kiln-endpoint',
+  'kiln-model-version',
+  'kiln-replica',
+]);
+
+/** Largest answer held back to be sent in one write, in bytes. */
+const maxHeldResponseBytes = 256 * 1024;
+
+export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler {
+  private chunks: Buffer[] = [];
+  private receivedBytes = 0;
+  private body: Buffer | null = null;
+  private method: 'POST' | 'GET' = 'POST';
+  private path: string;
+  /** The replica the current attempt went to (null between attempts). */
+  private replica: ReplicaState | null = null;
+  private controller: Dispatcher.DispatchController | null = null;
+  private retried = false;
+  private responseStarted = false;
+  /** Response headers and body held back to go out in one write (null: streaming). */
+  private heldHeaders: HeaderList | null = null;
+  private heldChunks: Buffer[] = [];
+  private status = 0;
+  private done = false;
+  private readonly upstreamHeaders: string[];
+
+  constructor(
+    private readonly settings: ExchangeSettings,
+    private readonly req: GatewayRequest,
+    private readonly res: GatewayResponse,
+    private readonly entry: EndpointEntry,
+    /** null for requests the metrics do not count (metadata). */
+    private readonly series: EndpointSeries | null,
+    private readonly requestId: string,
+    private readonly traceparent: string,
+    private readonly startMs: number,
+  ) {
+    this.path = entry.inferPath;
+    const headers = req.headers;
+    const contentType = headers['content-type'];
+    this.upstreamHeaders = [
+      'content-type',
+      contentType ?? 'application/json',
+      'x-request-id',
+      requestId,
+      'traceparent',
+      traceparent,
+    ];
+    const tracestate = headers.tracestate;
+    if (typeof tracestate === 'string') this.upstreamHeaders.push('tracestate', tracestate);
+    series?.inflight.inc();
+    req.exchange = this;
+    res.exchange = this;
+    res.on('close', onResponseClose);
+  }
+
+  /** Reads the request body, then checks and sends it (infer). */
+  readBody(): void {
+    this.req.on('data', onRequestData);
+    this.req.on('end', onRequestEnd);
+  }
+
+  /** Sends a bodiless GET to `path` on a replica (metadata without a snapshot schema). */
+  forwardGet(path: string): void {
+    this.method = 'GET';
+    this.path = path;
+    this.upstreamHeaders[1] = 'application/json';
+    this.upstreamHeaders[0] = 'accept';
+    this.req.resume();
+    this.send(null, null);
+  }
+
+  // --- request body -------------------------------------------------------------------
+
+  onBodyData(chunk: Buffer): void {
+    if (this.done) return;
+    this.receivedBytes += chunk.length;
+    if (this.receivedBytes > this.entry.maxBodyBytes) {
+      this.chunks = [];
+      // Close the connection after answering rather than read the rest of a huge body.
+      this.fail(
+        'KILN_PAYLOAD_TOO_LARGE',
+        { size: `at least ${this.receivedBytes}`, limit: this.entry.maxBodyBytes },
+        true,
+      );
+      return;
+    }
+    this.chunks.push(chunk);
+  }
+
+  onBodyEnd(): void {
+    if (this.done) return;
+    const chunks = this.chunks;
+    const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.receivedBytes);
+    this.chunks = [];
+    const problem = checkInferBody(body, this.entry.check);
+    if (problem !== null) {
+      this.finish(sendV2Message(this.res, problem.code, problem.message, this.ownHeaders()));
+      return;
+    }
+    this.body = body;
+    this.send(null, null);
+  }
+
+  // --- upstream -----------------------------------------------------------------------
+
+  private send(failed: ReplicaState | null, failure: Error | null): void {
+    if (this.done) return;
+    const entry = this.entry;
+    const replica = pickReplica(entry.replicas, entry.cursor++, performance.now(), failed);
+    if (replica === null) {
+      if (failure === null) {
+        this.fail('KILN_NO_READY_REPLICA', { endpoint: entry.name, reason: 'none is ready' });
+      } else {
+        this.fail('KILN_REPLICA_UNAVAILABLE', { endpoint: entry.name, reason: failure.message });
+      }
+      return;
+    }
+    replica.outstanding += 1;
+    this.replica = replica;
+    this.controller = null;
+    try {
+      replica.pool.dispatch(
+        {
+          path: replica.pathPrefix + this.path,
+          method: this.method,
+          headers: this.upstreamHeaders,
+          body: this.body,
+        },
+        this,
+      );
+    } catch (error) {
+      this.onResponseError(null, error as Error);
+    }
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.done) controller.abort(new Error('the client went away'));
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    if (statusCode < 200) return; // 1xx informational
+    if (this.done) {
+      controller.abort(new Error('the client went away'));
+      return;
+    }
+    const replica = this.replica!;
+    this.responseStarted = true;
+    this.status = statusCode;
+    const list: HeaderList = [];
+    for (const name in headers) {
+      if (skippedResponseHeaders.has(name)) continue;
+      const value = headers[name];
+      if (typeof value === 'string') list.push(name, value);
+      else if (value !== undefined) for (const item of value) list.push(name, item);
+    }
+    const upstreamTrace = headers.traceparent;
+    list.push(
+      'x-request-id',
+      this.requestId,
+      'traceparent',
+      typeof upstreamTrace === 'string' ? upstreamTrace : this.traceparent,
+      'kiln-endpoint',
+      this.entry.name,
+      'kiln-model-version',
+      replica.versionText,
+      'kiln-replica',
+      replica.id,
+    );
+    // A small answer of known length goes out with its headers in one write (one syscall)
+    // at the end; anything else (no length, large, server-sent events) streams.
+    const length = headers['content-length'];
+    if (length !== undefined && Number(length) <= maxHeldResponseBytes) {
+      this.heldHeaders = list;
+    } else {
+      this.res.writeHead(statusCode, list);
+    }
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.done) return;
+    if (this.heldHeaders !== null) {
+      this.heldChunks.push(chunk);
+      return;
+    }
+    if (!this.res.write(chunk)) {
+      controller.pause();
+      this.res.once('drain', onResponseDrain);
+    }
+  }
+
+  onResponseEnd(): void {
+    this.releaseReplica();
+    if (this.done) return;
+    const held = this.heldHeaders;
+    if (held === null) {
+      this.res.end();
+    } else {
+      const chunks = this.heldChunks;
+      this.res.writeHead(this.status, held);
+      if (chunks.length === 0) this.res.end();
+      else this.res.end(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+    }
+    this.finish(this.status);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
+    const replica = this.releaseReplica();
+    if (this.done) return;
+    const failure = classifyUpstreamError(error);
+    const entry = this.entry;
+    entry.series.upstreamError(this.responseStarted ? 'response_aborted' : failure.reason);
+    if (failure.connectionLost && replica !== null) this.eject(replica, error);
+    if (this.responseStarted) {
+      if (this.heldHeaders === null) {
+        // Too late for another status: cut the response so the client sees it incomplete.
+        this.res.destroy(error);
+        this.finish(this.status);
+        return;
+      }
+      // Nothing sent yet, so a clean 503; no retry, as the worker did start to answer.
+      this.heldHeaders = null;
+      this.heldChunks = [];
+    } else if (failure.timedOut) {
+      const params = { endpoint: entry.name, timeoutMs: this.settings.upstreamTimeoutMs };
+      this.fail('KILN_UPSTREAM_TIMEOUT', params);
+      return;
+    } else if (failure.connectionLost && replica !== null && !this.retried) {
+      this.retried = true;
+      // Not from inside undici's error callback: dispatch again on the next tick.
+      process.nextTick(sendAgain, this, replica, error);
+      return;
+    }
+    this.fail('KILN_REPLICA_UNAVAILABLE', { endpoint: entry.name, reason: error.message });
+  }
+
+  private eject(replica: ReplicaState, error: Error): void {
+    replica.ejectedUntilMs = performance.now() + this.settings.ejectMs;
+    this.settings.log.warn(
+      { endpoint: this.entry.name, replica: replica.id, url: replica.url, error: error.message },
+      'replica ejected after a connection failure',
+    );
+  }
+
+  /** Entry for the retry tick (module-level `sendAgain` calls it). */
+  retry(failed: ReplicaState, failure: Error): void {
+    this.send(failed, failure);
+  }
+
+  // --- client side --------------------------------------------------------------------
+
+  onClientClose(): void {
+    if (this.done) return;
+    // The client went away before its answer (499, nginx's "client closed request").
+    // Finish first: aborting calls onResponseError at once, which must find us done.
+    this.finish(499);
+    this.controller?.abort(new Error('the client went away'));
+  }
+
+  onClientDrain(): void {
+    this.controller?.resume();
+  }
+
+  // --- endings ------------------------------------------------------------------------
+
+  private releaseReplica(): ReplicaState | null {
+    const replica = this.replica;
+    if (replica !== null) {
+      replica.outstanding -= 1;
+      this.replica = null;
+    }
+    return replica;
+  }
+
+  private fail(code: ErrorCode, params: ErrorParams, closeConnection = false): void {
+    const headers = this.ownHeaders();
+    if (closeConnection) headers.push('connection', 'close');
+    this.finish(sendV2Error(this.res, code, params, headers));
+  }
+
+  private ownHeaders(): HeaderList {
+    return [
+      'x-request-id',
+      this.requestId,
+      'traceparent',
+      this.traceparent,
+      'kiln-endpoint',
+      this.entry.name,
+    ];
+  }
+
+  private finish(status: number): void {
+    if (this.done) return;
+    this.done = true;
+    const series = this.series;
+    if (series !== null) {
+      series.inflight.dec();
+      series.record(status, (performance.now() - this.startMs) / 1000);
+    }
+  }
+}
+
+function sendAgain(exchange: InferExchange, failed: ReplicaState, failure: Error): void {
+  exchange.retry(failed, failure);
+}

@@ -1,0 +1,118 @@
+// The gateway's Prometheus metrics, in a registry of its own (never prom-client's global
+// one, so several gateways can live in one test process). Label sets are bounded: endpoint
+// and version come from the routing snapshot (anything else is `_unknown`), code is an HTTP
+// status, reason is one of `UpstreamErrorReason`.
+//
+// `labels()` hashes its arguments on every call, so the hot path never calls it: each
+// (endpoint, version) gets an `EndpointSeries` holding its child metrics, made once.
+
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export const unknownLabel = '_unknown';
+
+export type UpstreamErrorReason =
+  'refused' | 'reset' | 'connect_timeout' | 'timeout' | 'response_aborted' | 'other';
+
+// Seconds: sub-millisecond (the gateway's own answers) to tens of seconds (slow models).
+const durationBuckets = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+];
+
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  readonly contentType = this.registry.contentType;
+  private readonly requests: Counter<'endpoint' | 'version' | 'code'>;
+  private readonly duration: Histogram<'endpoint' | 'version'>;
+  private readonly inflight: Gauge<'endpoint'>;
+  private readonly upstreamErrors: Counter<'endpoint' | 'reason'>;
+  private readonly snapshotVersion: Gauge;
+  private readonly series = new Map<string, EndpointSeries>();
+
+  constructor() {
+    const registers = [this.registry];
+    this.requests = new Counter({
+      name: 'kiln_gateway_requests_total',
+      help: 'Inference requests answered by the gateway, by endpoint, served version and HTTP status.',
+      labelNames: ['endpoint', 'version', 'code'],
+      registers,
+    });
+    this.duration = new Histogram({
+      name: 'kiln_gateway_request_duration_seconds',
+      help: 'Time from receiving an inference request to finishing its response.',
+      labelNames: ['endpoint', 'version'],
+      buckets: durationBuckets,
+      registers,
+    });
+    this.inflight = new Gauge({
+      name: 'kiln_gateway_inflight_requests',
+      help: 'Inference requests received and not yet answered.',
+      labelNames: ['endpoint'],
+      registers,
+    });
+    this.upstreamErrors = new Counter({
+      name: 'kiln_gateway_upstream_errors_total',
+      help: 'Failures talking to worker replicas (refused, reset, timeout, ...).',
+      labelNames: ['endpoint', 'reason'],
+      registers,
+    });
+    this.snapshotVersion = new Gauge({
+      name: 'kiln_gateway_snapshot_version',
+      help: 'Version of the routing snapshot the gateway serves from (0 = none yet).',
+      registers,
+    });
+  }
+
+  /** The series for one endpoint and version; pass `unknownLabel` for unknown endpoints. */
+  seriesFor(endpoint: string, version: string): EndpointSeries {
+    const key = `${endpoint}\u0000${version}`;
+    let series = this.series.get(key);
+    if (series === undefined) {
+      series = new EndpointSeries(
+        endpoint,
+        version,
+        this.requests,
+        this.duration.labels(endpoint, version),
+        this.inflight.labels(endpoint),
+        this.upstreamErrors,
+      );
+      this.series.set(key, series);
+    }
+    return series;
+  }
+
+  setSnapshotVersion(version: number): void {
+    this.snapshotVersion.set(version);
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
+
+export class EndpointSeries {
+  private readonly byStatus = new Map<number, Counter.Internal>();
+
+  constructor(
+    private readonly endpoint: string,
+    private readonly version: string,
+    private readonly requests: Counter<'endpoint' | 'version' | 'code'>,
+    private readonly duration: Histogram.Internal<'endpoint' | 'version'>,
+    readonly inflight: Gauge.Internal<'endpoint'>,
+    private readonly upstreamErrors: Counter<'endpoint' | 'reason'>,
+  ) {}
+
+  /** One answered request: its status and its duration in seconds. */
+  record(status: number, seconds: number): void {
+    let counter = this.byStatus.get(status);
+    if (counter === undefined) {
+      counter = this.requests.labels(this.endpoint, this.version, String(status));
+      this.byStatus.set(status, counter);
+    }
+    counter.inc();
+    this.duration.observe(seconds);
+  }
+
+  upstreamError(reason: UpstreamErrorReason): void {
+    this.upstreamErrors.labels(this.endpoint, reason).inc();
+  }
+}

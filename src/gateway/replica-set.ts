@@ -1,0 +1,99 @@
+// Replica state that outlives snapshots: one undici Pool per worker URL (keep-alive,
+// pipelining 1) and, per replica, the count of requests in flight and its ejection
+// deadline. A new snapshot reuses the state of every replica it still lists, so in-flight
+// counts stay true across snapshot changes; pools of replicas it drops are closed
+// gracefully (requests already sent to them finish).
+
+import { Pool } from 'undici';
+import type { ReplicaLoad } from './replica-picker.ts';
+import type { ReplicaRoute, RoutingSnapshot } from './routing-snapshot.ts';
+
+export class ReplicaState implements ReplicaLoad {
+  outstanding = 0;
+  ejectedUntilMs = 0;
+  readonly versionText: string;
+  /** The URL's path without a trailing slash ('' for a bare origin), prefixed to v2 paths. */
+  readonly pathPrefix: string;
+
+  constructor(
+    readonly id: string,
+    readonly url: string,
+    readonly version: number,
+    readonly pool: Pool,
+  ) {
+    this.versionText = String(version);
+    this.pathPrefix = new URL(url).pathname.replace(/\/+$/, '');
+  }
+}
+
+export interface ReplicaSetOptions {
+  /** Per-request upstream limit: no response headers, or a body stall, this long → 504. */
+  readonly upstreamTimeoutMs: number;
+}
+
+export class ReplicaSet {
+  private readonly pools = new Map<string, Pool>();
+  private replicas = new Map<string, ReplicaState>();
+
+  constructor(private readonly options: ReplicaSetOptions) {}
+
+  /**
+   * Brings the set in line with a snapshot; returns each endpoint's replicas in snapshot
+   * order. Replicas are matched by id and URL, so a worker restarted on a new port is new.
+   */
+  sync(snapshot: RoutingSnapshot): Map<string, ReplicaState[]> {
+    const next = new Map<string, ReplicaState>();
+    const byEndpoint = new Map<string, ReplicaState[]>();
+    for (const endpoint of snapshot.endpoints) {
+      const list: ReplicaState[] = [];
+      for (const route of endpoint.replicas) {
+        const key = replicaKey(route);
+        let state = next.get(key) ?? this.replicas.get(key);
+        if (state === undefined || state.version !== route.version) {
+          state = new ReplicaState(route.id, route.url, route.version, this.poolFor(route.url));
+        }
+        next.set(key, state);
+        list.push(state);
+      }
+      byEndpoint.set(endpoint.name, list);
+    }
+    this.replicas = next;
+    const liveUrls = new Set<string>();
+    for (const state of next.values()) liveUrls.add(state.url);
+    for (const [url, pool] of this.pools) {
+      if (!liveUrls.has(url)) {
+        this.pools.delete(url);
+        pool.close().catch(ignore);
+      }
+    }
+    return byEndpoint;
+  }
+
+  async close(): Promise<void> {
+    const pools = [...this.pools.values()];
+    this.pools.clear();
+    this.replicas.clear();
+    await Promise.all(pools.map((pool) => pool.close().catch(ignore)));
+  }
+
+  private poolFor(url: string): Pool {
+    const origin = new URL(url).origin;
+    let pool = this.pools.get(url);
+    if (pool === undefined) {
+      pool = new Pool(origin, {
+        pipelining: 1,
+        headersTimeout: this.options.upstreamTimeoutMs,
+        bodyTimeout: this.options.upstreamTimeoutMs,
+        connectTimeout: 5_000,
+      });
+      this.pools.set(url, pool);
+    }
+    return pool;
+  }
+}
+
+function replicaKey(route: ReplicaRoute): string {
+  return `${route.id} ${route.url}`;
+}
+
+function ignore(): void {}

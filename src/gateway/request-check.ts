@@ -1,0 +1,39 @@
+// The gateway's check of an infer body before any worker sees it, through the v2 codec
+// (src/protocol/v2): lenient JSON (NaN/Infinity allowed, as Python clients send them), the
+// request's structure, then the endpoint's schema (compiled once per snapshot). The codec's
+// validate-only form builds no tensors; the worker runs the decoding form of the same checks,
+// so both give the same verdict and the same message.
+
+import type { ModelSchema } from '../core/tensor.ts';
+import { checkInferRequestText } from '../protocol/v2/decode-request.ts';
+import { compileSchema, type CompiledSchema } from '../protocol/v2/schema.ts';
+import type { V2ProtocolErrorCode } from '../protocol/v2/errors.ts';
+
+export type RequestCheck = CompiledSchema;
+
+export type CompiledCheck =
+  | { readonly ok: true; readonly check: RequestCheck | null }
+  | { readonly ok: false; readonly reason: string };
+
+/**
+ * Compiles an endpoint's schema. A schema the codec refuses (the registry checks schemas at
+ * registration, so this is a bug upstream) leaves the endpoint unchecked at the gateway:
+ * the worker still checks every request.
+ */
+export function compileRequestCheck(schema: ModelSchema | null): CompiledCheck {
+  if (schema === null) return { ok: true, check: null };
+  try {
+    return { ok: true, check: compileSchema(schema) };
+  } catch (error) {
+    return { ok: false, reason: (error as Error).message };
+  }
+}
+
+/** null when the body may go to a worker, else the codec's code and message for the 400. */
+export function checkInferBody(
+  body: Buffer,
+  check: RequestCheck | null,
+): { readonly code: V2ProtocolErrorCode; readonly message: string } | null {
+  const result = checkInferRequestText(body, check);
+  return result.ok ? null : { code: result.code, message: result.message };
+}

@@ -1,0 +1,89 @@
+// The route table: a routing snapshot compiled for the hot path, built once per snapshot
+// and swapped in whole (requests in flight keep the table they started with).
+//   - endpoints by name, each with its compiled request check, its replicas (shared state
+//     from ReplicaSet), its metric series, pre-rendered metadata and upstream paths;
+//   - API-key grants indexed by sha256.
+// Compiling a schema is not free, so an endpoint whose version and schema did not change
+// reuses the previous table's compiled check.
+
+import { indexApiKeys } from './auth.ts';
+import type { EndpointSeries, GatewayMetrics } from './metrics.ts';
+import { modelMetadataBody } from './model-metadata.ts';
+import type { ReplicaState } from './replica-set.ts';
+import { compileRequestCheck, type RequestCheck } from './request-check.ts';
+import type { ApiKeyGrant, EndpointRoute, RoutingSnapshot } from './routing-snapshot.ts';
+
+export interface EndpointEntry {
+  readonly route: EndpointRoute;
+  readonly name: string;
+  readonly team: string;
+  readonly version: number;
+  readonly versionText: string;
+  readonly maxBodyBytes: number;
+  /** null when the snapshot has no schema: the worker checks alone. */
+  readonly check: RequestCheck | null;
+  /** What `check` was compiled from (JSON), to reuse it across snapshots. */
+  readonly checkKey: string;
+  readonly replicas: readonly ReplicaState[];
+  /** `GET /v2/models/{m}` body, or null to forward metadata requests to a replica. */
+  readonly metadataBody: string | null;
+  /** Worker paths, relative to a replica's base URL. */
+  readonly inferPath: string;
+  readonly metadataPath: string;
+  readonly series: EndpointSeries;
+  /** Rotating start for replica choice: equal loads are served round-robin. */
+  cursor: number;
+}
+
+export interface RouteTable {
+  readonly version: number;
+  readonly auth: RoutingSnapshot['auth'];
+  readonly endpoints: ReadonlyMap<string, EndpointEntry>;
+  readonly apiKeys: ReadonlyMap<string, ApiKeyGrant>;
+}
+
+export function buildRouteTable(
+  snapshot: RoutingSnapshot,
+  previous: RouteTable | null,
+  replicas: ReadonlyMap<string, ReplicaState[]>,
+  metrics: GatewayMetrics,
+  onBadSchema: (endpoint: string, reason: string) => void,
+): RouteTable {
+  const endpoints = new Map<string, EndpointEntry>();
+  for (const route of snapshot.endpoints) {
+    const checkKey = `${route.version} ${JSON.stringify(route.schema)}`;
+    const before = previous?.endpoints.get(route.name);
+    let check: RequestCheck | null;
+    if (before !== undefined && before.checkKey === checkKey) {
+      check = before.check;
+    } else {
+      const compiled = compileRequestCheck(route.schema);
+      if (!compiled.ok) onBadSchema(route.name, compiled.reason);
+      check = compiled.ok ? compiled.check : null;
+    }
+    const versionText = String(route.version);
+    const base = `/v2/models/${encodeURIComponent(route.name)}`;
+    endpoints.set(route.name, {
+      route,
+      name: route.name,
+      team: route.team,
+      version: route.version,
+      versionText,
+      maxBodyBytes: route.maxBodyBytes,
+      check,
+      checkKey,
+      replicas: replicas.get(route.name) ?? [],
+      metadataBody: modelMetadataBody(route),
+      inferPath: `${base}/infer`,
+      metadataPath: base,
+      series: metrics.seriesFor(route.name, versionText),
+      cursor: before?.cursor ?? 0,
+    });
+  }
+  return {
+    version: snapshot.version,
+    auth: snapshot.auth,
+    endpoints,
+    apiKeys: indexApiKeys(snapshot.apiKeys),
+  };
+}

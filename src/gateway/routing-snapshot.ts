@@ -1,0 +1,52 @@
+// The routing snapshot: everything the gateway needs to route, authorize and validate a
+// request, pushed by the control plane (GET /api/v1/routing/snapshot, long-polled). The
+// gateway keeps the last one it received — in memory and on disk — and keeps serving from
+// it while the control plane is down (static stability). A rollback is a new snapshot.
+
+import type { ModelSchema } from '../core/tensor.ts';
+import type { ModelFormat } from '../registry/formats/artifact-file.ts';
+
+export interface RoutingSnapshot {
+  /** Increases with every change; the gateway ignores a snapshot older than the one it has. */
+  readonly version: number;
+  readonly generatedAt: string;
+  /** 'dev' serves without authentication (kiln up --dev); 'api-keys' requires a key. */
+  readonly auth: 'dev' | 'api-keys';
+  readonly endpoints: readonly EndpointRoute[];
+  readonly apiKeys: readonly ApiKeyGrant[];
+}
+
+export interface EndpointRoute {
+  /** The stable name in /v2/models/{name}/infer. */
+  readonly name: string;
+  readonly team: string;
+  readonly model: string;
+  /** The model version this endpoint serves now. */
+  readonly version: number;
+  readonly format: ModelFormat;
+  /**
+   * The schema requests are checked against before they reach a worker: the declared one,
+   * else what the model itself reports. null while unknown (the worker still checks).
+   */
+  readonly schema: ModelSchema | null;
+  /** Largest request body accepted, in bytes. */
+  readonly maxBodyBytes: number;
+  /** Ready replicas only; an endpoint with none answers 503 (retryable). */
+  readonly replicas: readonly ReplicaRoute[];
+}
+
+export interface ReplicaRoute {
+  readonly id: string;
+  /** Base URL of the worker, e.g. http://127.0.0.1:40123 (loopback only). */
+  readonly url: string;
+  readonly version: number;
+}
+
+export interface ApiKeyGrant {
+  readonly id: string;
+  /** sha256 (hex) of the full key; the key itself is never stored. */
+  readonly sha256: string;
+  /** A key is scoped to one endpoint, or to every endpoint of one team. */
+  readonly team: string | null;
+  readonly endpoint: string | null;
+}

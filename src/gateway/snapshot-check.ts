@@ -1,0 +1,93 @@
+// Shape check for routing snapshots read from the control plane or from disk. The gateway
+// trusts the control plane's content but not the transport or the file system: a truncated
+// or foreign document must be refused, never half-applied.
+
+import type { RoutingSnapshot } from './routing-snapshot.ts';
+
+export type SnapshotCheck =
+  | { readonly ok: true; readonly snapshot: RoutingSnapshot }
+  | { readonly ok: false; readonly reason: string };
+
+type Fields = Record<string, unknown>;
+
+function isObject(value: unknown): value is Fields {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isString(value: unknown): value is string {
+  return typeof value === 'string';
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
+function isNullableString(value: unknown): boolean {
+  return value === null || typeof value === 'string';
+}
+
+function tensorListReason(value: unknown, where: string): string | null {
+  if (!Array.isArray(value)) return `${where} is not an array`;
+  for (const spec of value) {
+    if (!isObject(spec) || !isString(spec.name) || !isString(spec.datatype)) {
+      return `${where} has an entry without name/datatype`;
+    }
+    if (!Array.isArray(spec.shape) || !spec.shape.every((d) => Number.isInteger(d))) {
+      return `${where} entry ${spec.name} has a bad shape`;
+    }
+  }
+  return null;
+}
+
+function endpointReason(value: unknown, index: number): string | null {
+  const where = `endpoints[${index}]`;
+  if (!isObject(value)) return `${where} is not an object`;
+  if (!isString(value.name) || !isString(value.team) || !isString(value.model)) {
+    return `${where} lacks name/team/model`;
+  }
+  if (!isCount(value.version)) return `${where}.version is not a count`;
+  if (!isString(value.format)) return `${where}.format is not a string`;
+  if (!isCount(value.maxBodyBytes) || value.maxBodyBytes === 0) {
+    return `${where}.maxBodyBytes is not a positive integer`;
+  }
+  if (value.schema !== null) {
+    if (!isObject(value.schema)) return `${where}.schema is neither null nor an object`;
+    const reason =
+      tensorListReason(value.schema.inputs, `${where}.schema.inputs`) ??
+      tensorListReason(value.schema.outputs, `${where}.schema.outputs`);
+    if (reason !== null) return reason;
+  }
+  if (!Array.isArray(value.replicas)) return `${where}.replicas is not an array`;
+  for (const replica of value.replicas) {
+    if (!isObject(replica) || !isString(replica.id) || !isString(replica.url)) {
+      return `${where}.replicas has an entry without id/url`;
+    }
+    if (!isCount(replica.version)) return `${where}.replicas[${replica.id}].version is bad`;
+    if (!URL.canParse(replica.url)) return `${where}.replicas[${replica.id}].url is not a URL`;
+  }
+  return null;
+}
+
+export function checkRoutingSnapshot(value: unknown): SnapshotCheck {
+  if (!isObject(value)) return { ok: false, reason: 'not a JSON object' };
+  if (!isCount(value.version)) return { ok: false, reason: 'version is not a count' };
+  if (value.auth !== 'dev' && value.auth !== 'api-keys') {
+    return { ok: false, reason: `auth must be "dev" or "api-keys"` };
+  }
+  if (!Array.isArray(value.endpoints)) return { ok: false, reason: 'endpoints is not an array' };
+  for (let i = 0; i < value.endpoints.length; i++) {
+    const reason = endpointReason(value.endpoints[i], i);
+    if (reason !== null) return { ok: false, reason };
+  }
+  if (!Array.isArray(value.apiKeys)) return { ok: false, reason: 'apiKeys is not an array' };
+  for (const grant of value.apiKeys) {
+    if (!isObject(grant) || !isString(grant.id) || !isString(grant.sha256)) {
+      return { ok: false, reason: 'apiKeys has an entry without id/sha256' };
+    }
+    if (!isNullableString(grant.team) || !isNullableString(grant.endpoint)) {
+      return { ok: false, reason: `apiKeys[${grant.id}] has a bad team/endpoint` };
+    }
+  }
+  // The checks above cover every field the gateway reads.
+  return { ok: true, snapshot: value as unknown as RoutingSnapshot };
+}

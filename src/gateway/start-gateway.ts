@@ -1,0 +1,183 @@
+// Starts the gateway: Kiln's data-plane process. Wires the route table (from routing
+// snapshots: persisted at start, then long-polled from the control plane), the replica
+// pools, the metrics and the node:http server with the v2 routes.
+
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createGatewayLog, type GatewayLog } from './gateway-log.ts';
+import { GatewayRequest, GatewayResponse } from './http-types.ts';
+import { GatewayMetrics } from './metrics.ts';
+import { ReplicaSet } from './replica-set.ts';
+import { buildRouteTable } from './route-table.ts';
+import type { RoutingSnapshot } from './routing-snapshot.ts';
+import { persistSnapshot, readPersistedSnapshot } from './snapshot-file.ts';
+import { SnapshotWatcher } from './snapshot-watcher.ts';
+import { V2Routes, type GatewayState } from './v2-routes.ts';
+
+export interface GatewayOptions {
+  /** Base URL of the control plane (`kiln up`), long-polled for routing snapshots. */
+  readonly controlUrl: string;
+  readonly host: string;
+  /** 0 picks a free port; the returned `url` carries the real one. */
+  readonly port: number;
+  /** Where the last routing snapshot is kept (routing-snapshot.json). */
+  readonly stateDir: string;
+  /** JSON log lines on stderr. Default false. */
+  readonly logger?: boolean;
+  /**
+   * 'control-plane' (default) long-polls `controlUrl`; 'manual' does not, and snapshots
+   * come only from the persisted file and `setSnapshot()` (tests).
+   */
+  readonly snapshotSource?: 'control-plane' | 'manual';
+  /** Upstream limit per request (no response headers / body stall), ms. Default 30 000. */
+  readonly upstreamTimeoutMs?: number;
+  /** How long a replica whose connection failed is skipped, ms. Default 5 000. */
+  readonly ejectMs?: number;
+  /** Long-poll hold asked of the control plane, ms. Default 25 000. */
+  readonly pollWaitMs?: number;
+  /** Backoff after a failed poll: first and largest delay, ms. Defaults 250 / 5 000. */
+  readonly pollMinBackoffMs?: number;
+  readonly pollMaxBackoffMs?: number;
+}
+
+export interface RunningGateway {
+  /** e.g. http://127.0.0.1:8000 */
+  readonly url: string;
+  /** Version of the snapshot being served; 0 when none is loaded. */
+  snapshotVersion(): number;
+  /** Applies a snapshot if newer than the current one (and persists it); false if not. */
+  setSnapshot(snapshot: RoutingSnapshot): boolean;
+  /** The Prometheus text of the gateway's metrics. */
+  metricsText(): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
+  const log = createGatewayLog(options.logger ?? false);
+  const upstreamTimeoutMs = options.upstreamTimeoutMs ?? 30_000;
+  const metrics = new GatewayMetrics();
+  const replicas = new ReplicaSet({ upstreamTimeoutMs });
+  const state: GatewayState = {
+    table: null,
+    metrics,
+    log,
+    upstreamTimeoutMs,
+    ejectMs: options.ejectMs ?? 5_000,
+  };
+  const persister = new SnapshotPersister(options.stateDir, log);
+  const badSchema = (endpoint: string, reason: string): void =>
+    log.warn({ endpoint, reason }, 'schema not compiled; the worker alone checks requests');
+
+  const apply = (snapshot: RoutingSnapshot, persist: boolean): boolean => {
+    const current = state.table;
+    if (current !== null && snapshot.version <= current.version) return false;
+    state.table = buildRouteTable(snapshot, current, replicas.sync(snapshot), metrics, badSchema);
+    metrics.setSnapshotVersion(snapshot.version);
+    log.info(
+      { version: snapshot.version, endpoints: snapshot.endpoints.length },
+      'routing snapshot applied',
+    );
+    if (persist) persister.save(snapshot);
+    return true;
+  };
+
+  const persisted = await readPersistedSnapshot(options.stateDir);
+  if (persisted.ok && persisted.snapshot !== null) apply(persisted.snapshot, false);
+  if (!persisted.ok) log.warn({ reason: persisted.reason }, 'persisted routing snapshot ignored');
+
+  const routes = new V2Routes(state);
+  const server = createServer<typeof GatewayRequest, typeof GatewayResponse>(
+    { IncomingMessage: GatewayRequest, ServerResponse: GatewayResponse },
+    (req, res) => routes.handle(req, res),
+  );
+  await listen(server, options.host, options.port);
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+
+  let watcher: SnapshotWatcher | null = null;
+  if ((options.snapshotSource ?? 'control-plane') === 'control-plane') {
+    watcher = new SnapshotWatcher({
+      controlUrl: options.controlUrl,
+      waitMs: options.pollWaitMs ?? 25_000,
+      minBackoffMs: options.pollMinBackoffMs ?? 250,
+      maxBackoffMs: options.pollMaxBackoffMs ?? 5_000,
+      currentVersion: () => state.table?.version ?? null,
+      apply: (snapshot) => apply(snapshot, true),
+      onError: (error, retryInMs) =>
+        log.warn({ error: error.message, retryInMs }, 'routing snapshot poll failed'),
+    });
+    watcher.start();
+  }
+  log.info({ url }, 'gateway listening');
+
+  let closing: Promise<void> | null = null;
+  return {
+    url,
+    snapshotVersion: () => state.table?.version ?? 0,
+    setSnapshot: (snapshot) => apply(snapshot, true),
+    metricsText: () => metrics.render(),
+    close: () =>
+      (closing ??= (async () => {
+        await watcher?.stop();
+        await closeServer(server);
+        await replicas.close();
+        await persister.flush();
+      })()),
+  };
+}
+
+/** Writes snapshots one at a time, newest wins; failures are logged, never fatal. */
+class SnapshotPersister {
+  private latest: RoutingSnapshot | null = null;
+  private writing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly stateDir: string,
+    private readonly log: GatewayLog,
+  ) {}
+
+  save(snapshot: RoutingSnapshot): void {
+    this.latest = snapshot;
+    this.writing = this.writing.then(() => this.writeLatest());
+  }
+
+  flush(): Promise<void> {
+    return this.writing;
+  }
+
+  private async writeLatest(): Promise<void> {
+    const snapshot = this.latest;
+    if (snapshot === null) return;
+    this.latest = null;
+    try {
+      await persistSnapshot(this.stateDir, snapshot);
+    } catch (error) {
+      this.log.warn(
+        { version: snapshot.version, error: (error as Error).message },
+        'could not persist the routing snapshot',
+      );
+    }
+  }
+}
+
+type GatewayServer = Server<typeof GatewayRequest, typeof GatewayResponse>;
+
+function listen(server: GatewayServer, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+/** Stops accepting, lets requests in flight finish (10 s at most), then closes. */
+async function closeServer(server: GatewayServer): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const timer = setTimeout(() => server.closeAllConnections(), 10_000);
+  await closed;
+  clearTimeout(timer);
+}

@@ -1,0 +1,247 @@
+// The gateway's routes, matched by hand on the hot path (no router, no per-request
+// closures). Open Inference Protocol v2 REST plus Prometheus:
+//
+//   GET  /v2/health/live                        200 always
+//   GET  /v2/health/ready                       200 once a routing snapshot is loaded, else 503
+//   GET  /v2                                    server metadata
+//   GET  /v2/models/{m}[/versions/{v}]          model metadata (snapshot schema, else a replica)
+//   GET  /v2/models/{m}[/versions/{v}]/ready    200 if the endpoint has a ready replica
+//   POST /v2/models/{m}[/versions/{v}]/infer    checked, then forwarded to a replica
+//   GET  /metrics                               Prometheus text
+//
+// For /v2/models/… the order is: snapshot loaded → authenticate (401) → endpoint exists
+// (404) → key scope (403) → version served (404) → route action. {m} is the endpoint name.
+
+import { performance } from 'node:perf_hooks';
+import type { ErrorCode, ErrorParams } from '../core/errors.ts';
+import { kilnVersion } from '../core/version.ts';
+import { authenticate, grantCovers } from './auth.ts';
+import type { GatewayRequest, GatewayResponse } from './http-types.ts';
+import { InferExchange, type ExchangeSettings } from './infer-exchange.ts';
+import { unknownLabel, type EndpointSeries, type GatewayMetrics } from './metrics.ts';
+import type { EndpointEntry, RouteTable } from './route-table.ts';
+import { requestIdFrom, traceparentFrom } from './trace-context.ts';
+import { sendJson, sendV2Error, type HeaderList } from './v2-reply.ts';
+
+export interface GatewayState extends ExchangeSettings {
+  /** null until the first snapshot is loaded (the gateway is not ready). */
+  table: RouteTable | null;
+  readonly metrics: GatewayMetrics;
+}
+
+type ModelAction = 'metadata' | 'ready' | 'infer';
+
+const modelsPrefix = '/v2/models/';
+const serverMetadata = JSON.stringify({ name: 'kiln', version: kilnVersion, extensions: [] });
+
+export class V2Routes {
+  private readonly unknownSeries: EndpointSeries;
+
+  constructor(private readonly state: GatewayState) {
+    this.unknownSeries = state.metrics.seriesFor(unknownLabel, unknownLabel);
+  }
+
+  handle(req: GatewayRequest, res: GatewayResponse): void {
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    const path = query === -1 ? url : url.slice(0, query);
+    const method = req.method ?? 'GET';
+    const isGet = method === 'GET' || method === 'HEAD';
+    if (path.startsWith(modelsPrefix)) {
+      this.model(req, res, path, method, isGet);
+      return;
+    }
+    if (isGet) {
+      switch (path) {
+        case '/v2/health/live':
+          sendJson(res, 200, '{"live":true}');
+          return;
+        case '/v2/health/ready':
+          if (this.state.table === null) sendJson(res, 503, '{"ready":false}');
+          else sendJson(res, 200, '{"ready":true}');
+          return;
+        case '/v2':
+        case '/v2/':
+          sendJson(res, 200, serverMetadata);
+          return;
+        case '/metrics':
+          this.metrics(res);
+          return;
+      }
+    }
+    sendV2Error(res, 'KILN_ROUTE_NOT_FOUND', { method, url: path });
+  }
+
+  private model(
+    req: GatewayRequest,
+    res: GatewayResponse,
+    path: string,
+    method: string,
+    isGet: boolean,
+  ): void {
+    const parts = path.slice(modelsPrefix.length).split('/');
+    let version: string | null = null;
+    let next = 1;
+    if (parts[1] === 'versions') {
+      version = parts[2] ?? '';
+      next = 3;
+    }
+    const actionPart = parts[next];
+    const action: ModelAction | null =
+      parts.length > next + 1 || version === ''
+        ? null
+        : actionPart === undefined
+          ? 'metadata'
+          : actionPart === 'ready'
+            ? 'ready'
+            : actionPart === 'infer'
+              ? 'infer'
+              : null;
+    const methodOk = action === 'infer' ? method === 'POST' : isGet;
+    const rawName = parts[0] ?? '';
+    if (action === null || !methodOk || rawName === '') {
+      sendV2Error(res, 'KILN_ROUTE_NOT_FOUND', { method, url: path });
+      return;
+    }
+    const name = rawName.includes('%') ? safeDecode(rawName) : rawName;
+
+    const startMs = performance.now();
+    const requestId = requestIdFrom(req.headers['x-request-id']);
+    const traceparent = traceparentFrom(req.headers.traceparent);
+    const table = this.state.table;
+    const entry = table?.endpoints.get(name);
+    const counted = action === 'infer';
+    const series = counted ? (entry?.series ?? this.unknownSeries) : null;
+    let refusal: [ErrorCode, ErrorParams] | null = null;
+    if (table === null) {
+      refusal = [
+        'KILN_NO_READY_REPLICA',
+        { endpoint: name, reason: 'the gateway has no routing snapshot yet' },
+      ];
+    } else {
+      const grant = table.auth === 'api-keys' ? authenticate(table.apiKeys, req.headers) : null;
+      if (table.auth === 'api-keys' && grant === null) {
+        refusal = ['KILN_UNAUTHENTICATED', {}];
+      } else if (entry === undefined) {
+        refusal = ['KILN_ENDPOINT_NOT_FOUND', { endpoint: name }];
+      } else if (grant !== null && !grantCovers(grant, entry)) {
+        refusal = ['KILN_FORBIDDEN', { endpoint: name }];
+      } else if (version !== null && version !== entry.versionText) {
+        refusal = [
+          'KILN_VERSION_NOT_SERVED',
+          { endpoint: name, served: entry.version, version: version },
+        ];
+      }
+    }
+    if (refusal !== null || entry === undefined) {
+      const [code, params] = refusal ?? ['KILN_INTERNAL', { reason: 'no route entry' }];
+      const headers: HeaderList = ['x-request-id', requestId, 'traceparent', traceparent];
+      const status = sendV2Error(res, code, params, headers);
+      series?.record(status, (performance.now() - startMs) / 1000);
+      return;
+    }
+
+    switch (action) {
+      case 'infer':
+        this.infer(req, res, entry, requestId, traceparent, startMs);
+        return;
+      case 'metadata':
+        if (entry.metadataBody !== null) {
+          sendJson(res, 200, entry.metadataBody, entryHeaders(entry, requestId, traceparent));
+        } else {
+          const exchange = new InferExchange(
+            this.state,
+            req,
+            res,
+            entry,
+            null,
+            requestId,
+            traceparent,
+            startMs,
+          );
+          exchange.forwardGet(entry.metadataPath);
+        }
+        return;
+      case 'ready': {
+        const headers = entryHeaders(entry, requestId, traceparent);
+        if (entry.replicas.length > 0) {
+          sendJson(res, 200, `{"name":${JSON.stringify(name)},"ready":true}`, headers);
+        } else {
+          sendV2Error(
+            res,
+            'KILN_MODEL_NOT_READY',
+            { model: name, reason: 'no replica is ready' },
+            headers,
+          );
+        }
+        return;
+      }
+    }
+  }
+
+  private infer(
+    req: GatewayRequest,
+    res: GatewayResponse,
+    entry: EndpointEntry,
+    requestId: string,
+    traceparent: string,
+    startMs: number,
+  ): void {
+    // Refuse an oversized body before reading a byte of it; streamed bodies (no
+    // Content-Length) are counted as they arrive.
+    const declared = req.headers['content-length'];
+    if (declared !== undefined && Number(declared) > entry.maxBodyBytes) {
+      const headers = entryHeaders(entry, requestId, traceparent);
+      headers.push('connection', 'close');
+      const params = { size: declared, limit: entry.maxBodyBytes };
+      const status = sendV2Error(res, 'KILN_PAYLOAD_TOO_LARGE', params, headers);
+      entry.series.record(status, (performance.now() - startMs) / 1000);
+      return;
+    }
+    const exchange = new InferExchange(
+      this.state,
+      req,
+      res,
+      entry,
+      entry.series,
+      requestId,
+      traceparent,
+      startMs,
+    );
+    exchange.readBody();
+  }
+
+  private metrics(res: GatewayResponse): void {
+    const metrics = this.state.metrics;
+    metrics.render().then(
+      (text) => {
+        res.writeHead(200, ['content-type', metrics.contentType]);
+        res.end(text);
+      },
+      (error: unknown) => {
+        sendV2Error(res, 'KILN_INTERNAL', { reason: String(error) });
+      },
+    );
+  }
+}
+
+function entryHeaders(entry: EndpointEntry, requestId: string, traceparent: string): HeaderList {
+  return [
+    'x-request-id',
+    requestId,
+    'traceparent',
+    traceparent,
+    'kiln-endpoint',
+    entry.name,
+    'kiln-model-version',
+    entry.versionText,
+  ];
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}

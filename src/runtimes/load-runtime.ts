@@ -1,0 +1,28 @@
+// Picks the runtime for a model format. Runtimes are imported lazily so a worker loads only
+// the one it needs (onnxruntime's native binding is large).
+
+import type { LoadOutcome, RuntimeLoadOptions } from './runtime.ts';
+import type { ModelFormat } from '../registry/formats/artifact-file.ts';
+
+/** Formats a worker can serve today. */
+export const servableFormats: readonly ModelFormat[] = ['xgboost', 'lightgbm', 'onnx'];
+
+export async function loadRuntime(options: RuntimeLoadOptions): Promise<LoadOutcome> {
+  switch (options.format) {
+    case 'xgboost':
+    case 'lightgbm': {
+      const { loadTreeRuntime } = await import('./trees/load-tree-runtime.ts');
+      return loadTreeRuntime(options);
+    }
+    case 'onnx': {
+      const { loadOnnxRuntime } = await import('./onnx/load-onnx-runtime.ts');
+      return loadOnnxRuntime(options);
+    }
+    case 'hf-llm':
+    case 'external':
+      return {
+        ok: false,
+        reason: `format ${options.format} cannot be served by a Kiln worker yet`,
+      };
+  }
+}

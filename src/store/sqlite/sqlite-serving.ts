@@ -1,0 +1,170 @@
+// SQLite tables for serving: endpoints (the reconciler's desired state) and API keys.
+// Kept apart from the registry tables' code; SqliteStore delegates here.
+
+import type Database from 'better-sqlite3';
+import { kilnError } from '../../core/errors.ts';
+import { isoAt, type Clock } from '../../core/clock.ts';
+import type {
+  ApiKeyRecord,
+  EndpointConfig,
+  EndpointRecord,
+  NewEndpoint,
+} from '../serving-records.ts';
+
+interface EndpointRow {
+  name: string;
+  team: string;
+  model: string;
+  version: number;
+  ref: string;
+  replicas: number;
+  config_json: string;
+  created_at: string;
+  updated_at: string;
+}
+
+interface ApiKeyRow {
+  id: string;
+  name: string;
+  sha256: string;
+  prefix: string;
+  team: string | null;
+  endpoint: string | null;
+  created_at: string;
+}
+
+const endpointSelect = `SELECT e.name, e.team, m.name AS model, v.version, e.ref, e.replicas,
+  e.config_json, e.created_at, e.updated_at
+  FROM endpoints e JOIN models m ON m.id = e.model_id JOIN model_versions v ON v.id = e.version_id`;
+
+function toEndpoint(row: EndpointRow): EndpointRecord {
+  return {
+    name: row.name,
+    team: row.team,
+    model: row.model,
+    version: row.version,
+    ref: row.ref,
+    replicas: row.replicas,
+    config: JSON.parse(row.config_json) as EndpointConfig,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function toApiKey(row: ApiKeyRow): ApiKeyRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    sha256: row.sha256,
+    prefix: row.prefix,
+    team: row.team,
+    endpoint: row.endpoint,
+    createdAt: row.created_at,
+  };
+}
+
+/** Names of endpoints serving a version (by row id): such a version cannot be deleted. */
+export function endpointsServing(db: Database.Database, versionId: number): string[] {
+  return (
+    db.prepare('SELECT name FROM endpoints WHERE version_id = ? ORDER BY name').all(versionId) as {
+      name: string;
+    }[]
+  ).map((r) => r.name);
+}
+
+export class SqliteServingTables {
+  constructor(
+    private readonly db: Database.Database,
+    private readonly clock: Clock,
+  ) {}
+
+  putEndpoint(endpoint: NewEndpoint): { endpoint: EndpointRecord; created: boolean } {
+    const put = this.db.transaction(() => {
+      const target = this.db
+        .prepare(
+          `SELECT m.id AS model_id, v.id AS version_id, v.deleted_at FROM models m
+           JOIN model_versions v ON v.model_id = m.id WHERE m.name = ? AND v.version = ?`,
+        )
+        .get(endpoint.model, endpoint.version) as
+        { model_id: number; version_id: number; deleted_at: string | null } | undefined;
+      if (target === undefined || target.deleted_at !== null) {
+        throw kilnError('KILN_VERSION_NOT_FOUND', {
+          model: endpoint.model,
+          version: endpoint.version,
+        });
+      }
+      const now = isoAt(this.clock);
+      const existing = this.db.prepare('SELECT 1 FROM endpoints WHERE name = ?').get(endpoint.name);
+      this.db
+        .prepare(
+          `INSERT INTO endpoints (name, team, model_id, version_id, ref, replicas, config_json,
+             created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (name) DO UPDATE SET team = excluded.team, model_id = excluded.model_id,
+             version_id = excluded.version_id, ref = excluded.ref, replicas = excluded.replicas,
+             config_json = excluded.config_json, updated_at = excluded.updated_at`,
+        )
+        .run(
+          endpoint.name,
+          endpoint.team,
+          target.model_id,
+          target.version_id,
+          endpoint.ref,
+          endpoint.replicas,
+          JSON.stringify(endpoint.config),
+          now,
+          now,
+        );
+      const record = this.getEndpoint(endpoint.name);
+      if (record === null) throw kilnError('KILN_INTERNAL', { reason: 'endpoint vanished' });
+      return { endpoint: record, created: existing === undefined };
+    });
+    return put.immediate();
+  }
+
+  getEndpoint(name: string): EndpointRecord | null {
+    const row = this.db.prepare(`${endpointSelect} WHERE e.name = ?`).get(name) as
+      EndpointRow | undefined;
+    return row === undefined ? null : toEndpoint(row);
+  }
+
+  listEndpoints(): EndpointRecord[] {
+    return (this.db.prepare(`${endpointSelect} ORDER BY e.name`).all() as EndpointRow[]).map(
+      toEndpoint,
+    );
+  }
+
+  deleteEndpoint(name: string): EndpointRecord | null {
+    const remove = this.db.transaction(() => {
+      const record = this.getEndpoint(name);
+      if (record !== null) this.db.prepare('DELETE FROM endpoints WHERE name = ?').run(name);
+      return record;
+    });
+    return remove.immediate();
+  }
+
+  addApiKey(key: Omit<ApiKeyRecord, 'createdAt'>): ApiKeyRecord {
+    this.db
+      .prepare(
+        `INSERT INTO api_keys (id, name, sha256, prefix, team, endpoint, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(key.id, key.name, key.sha256, key.prefix, key.team, key.endpoint, isoAt(this.clock));
+    const row = this.db.prepare('SELECT * FROM api_keys WHERE id = ?').get(key.id) as ApiKeyRow;
+    return toApiKey(row);
+  }
+
+  listApiKeys(): ApiKeyRecord[] {
+    return (
+      this.db
+        .prepare('SELECT * FROM api_keys WHERE revoked_at IS NULL ORDER BY name, id')
+        .all() as ApiKeyRow[]
+    ).map(toApiKey);
+  }
+
+  revokeApiKey(id: string): ApiKeyRecord | null {
+    const row = this.db
+      .prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL RETURNING *')
+      .get(isoAt(this.clock), id) as ApiKeyRow | undefined;
+    return row === undefined ? null : toApiKey(row);
+  }
+}

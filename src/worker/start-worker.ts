@@ -1,0 +1,121 @@
+// A worker process serves one model version for one endpoint replica. It answers health
+// probes at once (live; not ready), then verifies and loads the model:
+//
+//   listen ─► copy the version's blobs into workDir, re-hashing each ─► load the runtime
+//          ─► compile the schema ─► warm up ─► ready
+//
+// Any failure on the way is reported (a `failed` event with the reason) and the worker never
+// becomes ready. On close it drains: stops accepting, waits for in-flight requests.
+
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { isKilnError } from '../core/errors.ts';
+import { ArtifactStore } from '../registry/artifact-store.ts';
+import { loadRuntime } from '../runtimes/load-runtime.ts';
+import { compileSchema } from '../protocol/v2/schema.ts';
+import { WorkerMetrics } from './worker-metrics.ts';
+import { createWorkerServer, type WorkerState } from './worker-server.ts';
+import type { WorkerEvent, WorkerSpec } from './worker-spec.ts';
+
+export interface RunningWorker {
+  readonly url: string;
+  readonly state: Readonly<WorkerState>;
+  /** Resolves once loading has finished, either way. */
+  readonly loaded: Promise<void>;
+  /** Drains in-flight requests (up to graceMs), then unloads and removes workDir. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export async function startWorker(
+  spec: WorkerSpec,
+  emit: (event: WorkerEvent) => void,
+): Promise<RunningWorker> {
+  const metrics = new WorkerMetrics({ replica: spec.replicaId });
+  const state: WorkerState = {
+    phase: 'loading',
+    reason: null,
+    runtime: null,
+    schema: null,
+    inflight: 0,
+  };
+  const server = createWorkerServer(spec, state, metrics);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(spec.port, spec.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${spec.host}:${port}`;
+  emit({ event: 'listening', url });
+
+  const fail = (code: string, message: string): void => {
+    state.phase = 'failed';
+    state.reason = message;
+    emit({ event: 'failed', code, message });
+  };
+
+  const load = async (): Promise<void> => {
+    const modelDir = join(spec.workDir, 'model');
+    try {
+      await rm(modelDir, { recursive: true, force: true });
+      await new ArtifactStore(spec.artifactsRoot).materialize(spec.files, modelDir);
+    } catch (error) {
+      if (isKilnError(error)) return fail(error.code, error.message);
+      return fail(
+        'KILN_INTERNAL',
+        `could not read the model's artifacts: ${(error as Error).message}`,
+      );
+    }
+    const outcome = await loadRuntime({
+      modelDir,
+      format: spec.format,
+      files: spec.files.map((f) => f.path),
+      schema: spec.schema,
+      config: spec.config,
+    });
+    if (!outcome.ok) return fail('KILN_MODEL_LOAD_FAILED', outcome.reason);
+    const runtime = outcome.runtime;
+    const schema = spec.schema ?? { inputs: runtime.inputs, outputs: runtime.outputs };
+    try {
+      state.schema = compileSchema(schema);
+      await runtime.warmup();
+    } catch (error) {
+      await runtime.unload();
+      return fail('KILN_MODEL_LOAD_FAILED', `warm-up failed: ${(error as Error).message}`);
+    }
+    state.runtime = runtime;
+    state.phase = 'ready';
+    metrics.ready.set({ endpoint: spec.endpoint, version: String(spec.version) }, 1);
+    metrics.memoryBytes.set(
+      { endpoint: spec.endpoint, version: String(spec.version) },
+      runtime.memoryBytes(),
+    );
+    emit({
+      event: 'ready',
+      inputs: schema.inputs,
+      outputs: schema.outputs,
+      memoryBytes: runtime.memoryBytes(),
+    });
+  };
+  const loaded = load().catch((error: unknown) => fail('KILN_INTERNAL', String(error)));
+
+  return {
+    url,
+    state,
+    loaded,
+    async close(graceMs = 10_000): Promise<void> {
+      state.phase = 'draining';
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const deadline = Date.now() + graceMs;
+      while (state.inflight > 0 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 10));
+      server.closeAllConnections();
+      await closed;
+      await loaded;
+      await state.runtime?.unload();
+      state.runtime = null;
+      await rm(spec.workDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,284 @@
+// The worker's HTTP server: Open Inference Protocol v2 for its one model, on loopback.
+// Plain node:http — the worker sits on every request's path, and its routes are few.
+//
+// Request lifecycle: route → (infer) read body within the limit → lenient JSON parse →
+// decode + check against the compiled schema → runtime.infer → encode → respond.
+// Errors are v2 error bodies: {"error": "<message>", "code": "KILN_…"}.
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { errorRegistry, kilnError, type KilnError } from '../core/errors.ts';
+import { kilnVersion } from '../core/version.ts';
+import type { ModelRuntime } from '../runtimes/runtime.ts';
+import { parseInferRequest } from '../protocol/v2/decode-request.ts';
+import { encodeInferResponse } from '../protocol/v2/encode-response.ts';
+import type { CompiledSchema } from '../protocol/v2/schema.ts';
+import type { WorkerMetrics } from './worker-metrics.ts';
+import type { WorkerSpec } from './worker-spec.ts';
+
+export type WorkerPhase = 'loading' | 'ready' | 'failed' | 'draining';
+
+/** What the server reads on each request; the loader fills it in. */
+export interface WorkerState {
+  phase: WorkerPhase;
+  reason: string | null;
+  runtime: ModelRuntime | null;
+  schema: CompiledSchema | null;
+  inflight: number;
+}
+
+const jsonHeaders = { 'content-type': 'application/json' } as const;
+
+function send(
+  response: ServerResponse,
+  status: number,
+  body: string,
+  headers: Record<string, string> = {},
+): void {
+  response.writeHead(status, {
+    ...jsonHeaders,
+    ...headers,
+    'content-length': Buffer.byteLength(body),
+  });
+  response.end(body);
+}
+
+function sendError(
+  response: ServerResponse,
+  error: KilnError,
+  headers: Record<string, string> = {},
+): void {
+  const extra: Record<string, string> = { ...headers };
+  if (error.retryable && error.status === 503) extra['retry-after'] = '1';
+  send(response, error.status, JSON.stringify({ error: error.message, code: error.code }), extra);
+}
+
+/** Reads the whole body, refusing more than `limit` bytes. Resolves null after replying 413. */
+function readBody(
+  request: IncomingMessage,
+  response: ServerResponse,
+  limit: number,
+): Promise<Buffer | null> {
+  const announced = Number(request.headers['content-length'] ?? Number.NaN);
+  if (announced > limit) {
+    sendError(response, kilnError('KILN_PAYLOAD_TOO_LARGE', { size: announced, limit }), {
+      connection: 'close',
+    });
+    request.resume();
+    return Promise.resolve(null);
+  }
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    request.on('data', (chunk: Buffer) => {
+      if (done) return;
+      size += chunk.length;
+      if (size > limit) {
+        done = true;
+        sendError(
+          response,
+          kilnError('KILN_PAYLOAD_TOO_LARGE', { size: `more than ${limit}`, limit }),
+          {
+            connection: 'close',
+          },
+        );
+        resolve(null);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    request.on('end', () => {
+      if (!done)
+        resolve(chunks.length === 1 ? (chunks[0] ?? Buffer.alloc(0)) : Buffer.concat(chunks, size));
+    });
+    request.on('error', () => {
+      if (!done) resolve(null);
+    });
+  });
+}
+
+/** Parses `/v2/models/{m}[/versions/{v}][/ready|/infer]`. */
+function parseModelPath(
+  path: string,
+): { model: string; version: string | null; action: 'metadata' | 'ready' | 'infer' } | null {
+  const match = /^\/v2\/models\/([^/]+)(?:\/versions\/([^/]+))?(?:\/(ready|infer))?$/.exec(path);
+  if (match === null) return null;
+  const action = (match[3] ?? 'metadata') as 'metadata' | 'ready' | 'infer';
+  return { model: decodeURIComponent(match[1] ?? ''), version: match[2] ?? null, action };
+}
+
+export function createWorkerServer(
+  spec: WorkerSpec,
+  state: WorkerState,
+  metrics: WorkerMetrics,
+): Server {
+  const version = String(spec.version);
+
+  function notReady(): KilnError {
+    return kilnError('KILN_MODEL_NOT_READY', {
+      model: spec.endpoint,
+      reason: state.phase === 'failed' ? (state.reason ?? 'load failed') : state.phase,
+    });
+  }
+
+  function metadata(): string {
+    const runtime = state.runtime;
+    const schema = spec.schema;
+    return JSON.stringify({
+      name: spec.endpoint,
+      versions: [version],
+      platform: runtime?.name ?? spec.format,
+      inputs: schema?.inputs ?? runtime?.inputs ?? [],
+      outputs: schema?.outputs ?? runtime?.outputs ?? [],
+    });
+  }
+
+  async function infer(
+    request: IncomingMessage,
+    response: ServerResponse,
+    echo: Record<string, string>,
+  ): Promise<void> {
+    const started = process.hrtime.bigint();
+    state.inflight += 1;
+    metrics.inflight.inc({ endpoint: spec.endpoint });
+    let status = 200;
+    try {
+      const runtime = state.runtime;
+      if (state.phase !== 'ready' || runtime === null) {
+        const error = notReady();
+        status = error.status;
+        request.resume();
+        sendError(response, error, echo);
+        return;
+      }
+      const body = await readBody(request, response, spec.maxBodyBytes);
+      if (body === null) {
+        status = 413;
+        return;
+      }
+      // The same checks the gateway ran, now decoding into typed arrays (exact INT64 too).
+      const decoded = parseInferRequest(body, state.schema);
+      if (!decoded.ok) {
+        status = 400;
+        // The codec's message is already a full sentence: send it as is, like the gateway.
+        const body = JSON.stringify({ error: decoded.message, code: decoded.code });
+        send(response, errorRegistry[decoded.code].status, body, echo);
+        return;
+      }
+      const outcome = await runtime.infer(decoded.request);
+      if (!outcome.ok) {
+        const error =
+          outcome.kind === 'invalid_input'
+            ? kilnError('KILN_INVALID_INFER_REQUEST', { reason: outcome.message })
+            : kilnError('KILN_INFERENCE_FAILED', { reason: outcome.message });
+        status = error.status;
+        sendError(response, error, echo);
+        return;
+      }
+      const meta =
+        decoded.request.id === undefined
+          ? { modelName: spec.endpoint, modelVersion: version }
+          : { modelName: spec.endpoint, modelVersion: version, id: decoded.request.id };
+      send(response, 200, encodeInferResponse(outcome, meta), echo);
+    } catch (error) {
+      status = 500;
+      process.stderr.write(
+        `worker ${spec.replicaId}: unexpected error: ${String((error as Error).stack ?? error)}\n`,
+      );
+      if (!response.headersSent) {
+        sendError(
+          response,
+          kilnError('KILN_INFERENCE_FAILED', { reason: 'unexpected error in the worker' }),
+          echo,
+        );
+      } else response.destroy();
+    } finally {
+      state.inflight -= 1;
+      metrics.inflight.dec({ endpoint: spec.endpoint });
+      metrics.requests.inc({ endpoint: spec.endpoint, version, code: String(status) });
+      metrics.duration.observe(
+        { endpoint: spec.endpoint, version },
+        Number(process.hrtime.bigint() - started) / 1e9,
+      );
+    }
+  }
+
+  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const path = (request.url ?? '/').split('?')[0] ?? '/';
+    const echo: Record<string, string> = {
+      'kiln-model-version': version,
+      'kiln-replica': spec.replicaId,
+    };
+    const requestId = request.headers['x-request-id'];
+    if (typeof requestId === 'string') echo['x-request-id'] = requestId;
+    const traceparent = request.headers.traceparent;
+    if (typeof traceparent === 'string') echo.traceparent = traceparent;
+
+    if (request.method === 'GET' && path === '/v2/health/live')
+      return send(response, 200, '{"live":true}');
+    if (request.method === 'GET' && path === '/v2/health/ready') {
+      return state.phase === 'ready'
+        ? send(response, 200, '{"ready":true}')
+        : sendError(response, notReady());
+    }
+    if (request.method === 'GET' && path === '/v2') {
+      return send(
+        response,
+        200,
+        JSON.stringify({ name: 'kiln-worker', version: kilnVersion, extensions: [] }),
+      );
+    }
+    if (request.method === 'GET' && path === '/metrics') {
+      const text = await metrics.registry.metrics();
+      response.writeHead(200, { 'content-type': metrics.registry.contentType });
+      response.end(text);
+      return;
+    }
+    const route = parseModelPath(path);
+    if (route === null || route.model !== spec.endpoint) {
+      request.resume();
+      return sendError(
+        response,
+        kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint: route?.model ?? path }),
+        echo,
+      );
+    }
+    if (route.version !== null && route.version !== version) {
+      request.resume();
+      return sendError(
+        response,
+        kilnError('KILN_VERSION_NOT_SERVED', {
+          endpoint: spec.endpoint,
+          served: version,
+          version: route.version,
+        }),
+        echo,
+      );
+    }
+    if (route.action === 'infer' && request.method === 'POST')
+      return infer(request, response, echo);
+    if (route.action === 'ready' && request.method === 'GET') {
+      return state.phase === 'ready'
+        ? send(response, 200, '{"ready":true}', echo)
+        : sendError(response, notReady(), echo);
+    }
+    if (route.action === 'metadata' && request.method === 'GET')
+      return send(response, 200, metadata(), echo);
+    request.resume();
+    return sendError(
+      response,
+      kilnError('KILN_ROUTE_NOT_FOUND', { method: request.method ?? '?', url: path }),
+      echo,
+    );
+  }
+
+  const server = createServer((request, response) => {
+    handle(request, response).catch((error: unknown) => {
+      process.stderr.write(`worker ${spec.replicaId}: ${String(error)}\n`);
+      if (!response.headersSent)
+        send(response, 500, '{"error":"internal error","code":"KILN_INTERNAL"}');
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  return server;
+}

@@ -1,0 +1,46 @@
+// What the control plane tells a worker process to serve. Written as a JSON file by the
+// local backend and passed as `--spec FILE`; on Kubernetes it will be a mounted config.
+
+import { readFile } from 'node:fs/promises';
+import type { ModelSchema } from '../core/tensor.ts';
+import type { ModelFormat } from '../registry/formats/artifact-file.ts';
+import type { ManifestFile } from '../registry/manifest.ts';
+import type { RuntimeConfig } from '../runtimes/runtime.ts';
+
+export interface WorkerSpec {
+  readonly replicaId: string;
+  /** The endpoint name: the model name in this worker's v2 routes. */
+  readonly endpoint: string;
+  readonly model: string;
+  readonly version: number;
+  readonly format: ModelFormat;
+  readonly files: readonly ManifestFile[];
+  readonly schema: ModelSchema | null;
+  /** Root of the content-addressed artifact store (blobs are read and re-hashed from here). */
+  readonly artifactsRoot: string;
+  /** Private folder for this replica; the verified model files are copied under it. */
+  readonly workDir: string;
+  readonly host: string;
+  /** 0 = any free port (reported in the `listening` event). */
+  readonly port: number;
+  readonly maxBodyBytes: number;
+  readonly config: RuntimeConfig;
+}
+
+export async function readWorkerSpec(path: string): Promise<WorkerSpec> {
+  return JSON.parse(await readFile(path, 'utf8')) as WorkerSpec;
+}
+
+/**
+ * Events a worker prints on stdout, one JSON object per line, for its supervisor:
+ * listening (port known, not ready yet) → ready, or → failed (then it exits non-zero).
+ */
+export type WorkerEvent =
+  | { readonly event: 'listening'; readonly url: string }
+  | {
+      readonly event: 'ready';
+      readonly inputs: ModelSchema['inputs'];
+      readonly outputs: ModelSchema['outputs'];
+      readonly memoryBytes: number;
+    }
+  | { readonly event: 'failed'; readonly code: string; readonly message: string };

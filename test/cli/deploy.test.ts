@@ -1,0 +1,280 @@
+// Pure parts of `kiln deploy`, `kiln endpoints` and `kiln keys api`: the PUT body built from
+// MODEL[:VERSION|@ALIAS] and flags, the --wait loop (fake clock, no sleeps), renderings.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseVersionRef } from '../../src/cli/arguments.ts';
+import type { Endpoint, EndpointStatus, ReplicaStatus } from '../../src/cli/api-types.ts';
+import { CliError } from '../../src/cli/errors.ts';
+import { allReplicasReady, deployBody, waitUntilReady } from '../../src/cli/commands/deploy.ts';
+import {
+  apiKeysTable,
+  createdApiKeyText,
+  deploySummary,
+  endpointDetails,
+  endpointsTable,
+  notReadyReason,
+  readinessText,
+} from '../../src/cli/commands/endpoints-render.ts';
+import { apiKeyBody } from '../../src/cli/commands/keys-api.ts';
+import { FakeClock } from '../helpers/temp-dir.ts';
+
+function replica(overrides: Partial<ReplicaStatus> = {}): ReplicaStatus {
+  return {
+    id: 'fraud-1',
+    version: 3,
+    state: 'ready',
+    pid: 4242,
+    restarts: 0,
+    reason: null,
+    url: 'http://127.0.0.1:40001',
+    ...overrides,
+  };
+}
+
+function endpoint(status: Partial<EndpointStatus> = {}, replicas = 1): Endpoint {
+  return {
+    name: 'fraud',
+    team: 'risk',
+    model: 'fraud-xgb',
+    version: 3,
+    ref: '@champion',
+    replicas,
+    config: { intraOpThreads: 2 },
+    createdAt: '2026-01-31T14:05:09.123Z',
+    updatedAt: '2026-01-31T14:06:00.000Z',
+    url: 'http://127.0.0.1:8000/v2/models/fraud',
+    status: {
+      ready: true,
+      readyReplicas: replicas,
+      reason: null,
+      replicas: [replica()],
+      ...status,
+    },
+  };
+}
+
+const defaults = { endpoint: 'fraud', replicas: 1 };
+
+void test('deploy body: MODEL = latest, MODEL:N = version, MODEL@A = alias', () => {
+  assert.deepEqual(deployBody(parseVersionRef('fraud-xgb'), defaults), {
+    model: 'fraud-xgb',
+    replicas: 1,
+    config: {},
+  });
+  assert.deepEqual(deployBody(parseVersionRef('fraud-xgb:3'), { ...defaults, replicas: 2 }), {
+    model: 'fraud-xgb',
+    version: 3,
+    replicas: 2,
+    config: {},
+  });
+  assert.deepEqual(deployBody(parseVersionRef('fraud-xgb@champion'), defaults), {
+    model: 'fraud-xgb',
+    alias: 'champion',
+    replicas: 1,
+    config: {},
+  });
+  for (const bad of ['fraud:x', 'fraud:0', ':3', 'fraud@', 'a:1@b']) {
+    assert.throws(
+      () => parseVersionRef(bad),
+      (error: unknown) => error instanceof CliError && error.code === 'KILN_USAGE',
+      bad,
+    );
+  }
+});
+
+void test('deploy body: serving flags land in config, absent ones are omitted', () => {
+  const body = deployBody(parseVersionRef('mlp:1'), {
+    ...defaults,
+    team: 'vision',
+    threads: 4,
+    interOpThreads: 1,
+    graphOpt: 'extended',
+    maxBodyBytes: 1_048_576,
+  });
+  assert.deepEqual(body, {
+    model: 'mlp',
+    version: 1,
+    replicas: 1,
+    team: 'vision',
+    config: {
+      intraOpThreads: 4,
+      interOpThreads: 1,
+      graphOptimizationLevel: 'extended',
+      maxBodyBytes: 1_048_576,
+    },
+  });
+  assert.deepEqual(deployBody(parseVersionRef('mlp'), { ...defaults, threads: 0 }).config, {
+    intraOpThreads: 0,
+  });
+});
+
+void test('--wait polls until ready, every interval, without sleeping past the deadline', async () => {
+  const clock = new FakeClock();
+  const sleeps: number[] = [];
+  const starting = endpoint({
+    ready: false,
+    readyReplicas: 0,
+    replicas: [replica({ state: 'starting' })],
+  });
+  const answers = [starting, starting, endpoint()];
+  let fetches = 0;
+  const outcome = await waitUntilReady(
+    starting,
+    () => Promise.resolve(answers[fetches++] ?? endpoint()),
+    {
+      timeoutMs: 10_000,
+      intervalMs: 250,
+      now: () => clock.now(),
+      sleep: (ms) => {
+        sleeps.push(ms);
+        clock.advance(ms);
+        return Promise.resolve();
+      },
+    },
+  );
+  assert.equal(outcome.ready, true);
+  assert.equal(fetches, 3);
+  assert.deepEqual(sleeps, [250, 250, 250]);
+
+  // Never ready: gives up at the deadline with the last status seen.
+  const failed = endpoint({
+    ready: false,
+    readyReplicas: 0,
+    replicas: [replica({ state: 'failed', reason: 'cannot load model: bad file', pid: null })],
+  });
+  const slept: number[] = [];
+  let polls = 0;
+  const timedOut = await waitUntilReady(
+    starting,
+    () => {
+      polls += 1;
+      return Promise.resolve(failed);
+    },
+    {
+      timeoutMs: 600,
+      intervalMs: 250,
+      now: () => clock.now(),
+      sleep: (ms) => {
+        slept.push(ms);
+        clock.advance(ms);
+        return Promise.resolve();
+      },
+    },
+  );
+  assert.equal(timedOut.ready, false);
+  assert.equal(timedOut.endpoint, failed);
+  assert.deepEqual(slept, [250, 250, 100]);
+  assert.equal(polls, 3);
+
+  // Serving on one of two replicas is not done yet: --wait waits for both.
+  const half = endpoint({ ready: true, readyReplicas: 1 }, 2);
+  const both = endpoint({}, 2);
+  let halfPolls = 0;
+  const done = await waitUntilReady(half, () => Promise.resolve(halfPolls++ === 0 ? half : both), {
+    timeoutMs: 10_000,
+    now: () => clock.now(),
+    sleep: () => Promise.resolve(clock.advance(1)),
+  });
+  assert.deepEqual([done.ready, done.endpoint, halfPolls], [true, both, 2]);
+  assert.equal(allReplicasReady(half), false);
+  assert.equal(allReplicasReady(both), true);
+  assert.equal(allReplicasReady(endpoint({ ready: false, readyReplicas: 0 }, 0)), true);
+
+  // Already ready: no poll at all.
+  const immediate = await waitUntilReady(endpoint(), () => Promise.reject(new Error('no')), {
+    timeoutMs: 1,
+  });
+  assert.equal(immediate.ready, true);
+});
+
+void test('deploy summary and readiness lines', () => {
+  assert.equal(
+    deploySummary(endpoint({}, 2)),
+    'endpoint fraud → fraud-xgb v3 (2 replicas)\nurl: http://127.0.0.1:8000/v2/models/fraud\n',
+  );
+  assert.match(deploySummary(endpoint()), /\(1 replica\)/);
+  assert.equal(readinessText(endpoint({}, 2)), 'ready (2/2 replicas)\n');
+  assert.equal(
+    readinessText(endpoint({ ready: false, readyReplicas: 0, reason: 'loading model' })),
+    'not ready (0/1 replicas): loading model\n',
+  );
+  const failing = endpoint(
+    {
+      ready: false,
+      readyReplicas: 1,
+      replicas: [
+        replica(),
+        replica({ id: 'fraud-2', state: 'failed', reason: 'exited with code 1', pid: null }),
+      ],
+    },
+    2,
+  );
+  assert.equal(notReadyReason(failing.status), 'replica fraud-2 failed: exited with code 1');
+  assert.equal(
+    readinessText(endpoint({ ready: false, readyReplicas: 0, replicas: [] })),
+    'not ready (0/1 replicas)\n',
+  );
+});
+
+void test('endpoints list and show render tables and key: value blocks', () => {
+  const table = endpointsTable([
+    endpoint({}, 2),
+    { ...endpoint({ ready: false, readyReplicas: 0 }), name: 'mlp', model: 'mlp-onnx', version: 1 },
+  ]);
+  assert.equal(
+    table,
+    [
+      'NAME   MODEL      VERSION  REPLICAS  READY  URL',
+      'fraud  fraud-xgb        3  2/2       yes    http://127.0.0.1:8000/v2/models/fraud',
+      'mlp    mlp-onnx         1  0/1       no     http://127.0.0.1:8000/v2/models/fraud',
+      '',
+    ].join('\n'),
+  );
+  const details = endpointDetails(
+    endpoint({
+      replicas: [replica(), replica({ id: 'fraud-2', state: 'starting', pid: null, restarts: 2 })],
+    }),
+  );
+  assert.match(details, /^name:\s+fraud$/m);
+  assert.match(details, /^ref:\s+@champion$/m);
+  assert.match(details, /^config:\s+intraOpThreads=2$/m);
+  assert.match(details, /^ready:\s+yes$/m);
+  assert.match(details, /^reason:\s+-$/m);
+  assert.match(details, /^created:\s+2026-01-31 14:05:09$/m);
+  assert.match(details, /^Replicas\nID\s+VERSION\s+STATE\s+PID\s+RESTARTS\s+REASON$/m);
+  assert.match(details, /^fraud-1\s+3\s+ready\s+4242\s+0\s+-$/m);
+  assert.match(details, /^fraud-2\s+3\s+starting\s+-\s+2\s+-$/m);
+});
+
+void test('API keys: exactly one scope; the key is shown once, with a warning', () => {
+  assert.deepEqual(apiKeyBody('ci', { team: 'risk' }), { name: 'ci', team: 'risk' });
+  assert.deepEqual(apiKeyBody('ci', { endpoint: 'fraud' }), { name: 'ci', endpoint: 'fraud' });
+  for (const options of [{}, { team: 'risk', endpoint: 'fraud' }]) {
+    assert.throws(
+      () => apiKeyBody('ci', options),
+      (error: unknown) => error instanceof CliError && error.exitCode === 2,
+    );
+  }
+  const key = {
+    id: 'key_1',
+    name: 'ci',
+    team: null,
+    endpoint: 'fraud',
+    prefix: 'kiln_ab12',
+    createdAt: '2026-01-31T14:05:09Z',
+  };
+  const text = createdApiKeyText({ ...key, key: 'kiln_ab12secret' });
+  assert.match(text, /^created API key key_1 \(ci, endpoint fraud\)$/m);
+  assert.match(text, /^key: kiln_ab12secret$/m);
+  assert.match(text, /shown only now/);
+  assert.equal(
+    apiKeysTable([key, { ...key, id: 'key_2', team: 'risk', endpoint: null }]),
+    [
+      'ID     NAME  TEAM  ENDPOINT  PREFIX     CREATED',
+      'key_1  ci    -     fraud     kiln_ab12  2026-01-31 14:05:09',
+      'key_2  ci    risk  -         kiln_ab12  2026-01-31 14:05:09',
+      '',
+    ].join('\n'),
+  );
+});

@@ -1,0 +1,168 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  planReplicas,
+  restartBackoffMs,
+  type ObservedReplica,
+  type ReplicaAction,
+} from '../../src/control/replica-plan.ts';
+
+function replica(
+  overrides: Partial<ObservedReplica> & Pick<ObservedReplica, 'id'>,
+): ObservedReplica {
+  return {
+    endpoint: 'e',
+    version: 1,
+    slot: 0,
+    state: 'ready',
+    restarts: 0,
+    restartAtMs: null,
+    ...overrides,
+  };
+}
+
+const sorted = (actions: ReplicaAction[]): string[] => actions.map((a) => JSON.stringify(a)).sort();
+
+test('an empty endpoint gets one start per slot', () => {
+  assert.deepEqual(planReplicas([{ name: 'e', version: 1, replicas: 2 }], [], 0), [
+    { kind: 'start', endpoint: 'e', version: 1, slot: 0 },
+    { kind: 'start', endpoint: 'e', version: 1, slot: 1 },
+  ]);
+});
+
+test('a steady endpoint needs nothing', () => {
+  const replicas = [
+    replica({ id: 'a', slot: 0 }),
+    replica({ id: 'b', slot: 1, state: 'starting' }),
+  ];
+  assert.deepEqual(planReplicas([{ name: 'e', version: 1, replicas: 2 }], replicas, 0), []);
+});
+
+test('a failed replica restarts only after its backoff', () => {
+  const failed = replica({ id: 'a', state: 'failed', restarts: 2, restartAtMs: 1000 });
+  assert.deepEqual(planReplicas([{ name: 'e', version: 1, replicas: 1 }], [failed], 999), []);
+  assert.deepEqual(planReplicas([{ name: 'e', version: 1, replicas: 1 }], [failed], 1000), [
+    { kind: 'restart', replicaId: 'a' },
+  ]);
+});
+
+test('backoff doubles from 0.5 s and caps at 30 s', () => {
+  assert.deepEqual(
+    [0, 1, 2, 3, 6, 7, 100].map(restartBackoffMs),
+    [500, 1000, 2000, 4000, 30_000, 30_000, 30_000],
+  );
+});
+
+test('scale down stops the highest slots', () => {
+  const replicas = [
+    replica({ id: 'a', slot: 0 }),
+    replica({ id: 'b', slot: 1 }),
+    replica({ id: 'c', slot: 2 }),
+  ];
+  assert.deepEqual(
+    sorted(planReplicas([{ name: 'e', version: 1, replicas: 1 }], replicas, 0)),
+    sorted([
+      { kind: 'stop', replicaId: 'b', reason: 'scale-down' },
+      { kind: 'stop', replicaId: 'c', reason: 'scale-down' },
+    ]),
+  );
+});
+
+test('a new version starts beside the old one, which stops only when every new slot is ready', () => {
+  const endpoints = [{ name: 'e', version: 2, replicas: 2 }];
+  const old = [replica({ id: 'old0', slot: 0 }), replica({ id: 'old1', slot: 1 })];
+  assert.deepEqual(planReplicas(endpoints, old, 0), [
+    { kind: 'start', endpoint: 'e', version: 2, slot: 0 },
+    { kind: 'start', endpoint: 'e', version: 2, slot: 1 },
+  ]);
+  const halfReady = [
+    ...old,
+    replica({ id: 'new0', version: 2, slot: 0 }),
+    replica({ id: 'new1', version: 2, slot: 1, state: 'starting' }),
+  ];
+  assert.deepEqual(planReplicas(endpoints, halfReady, 0), []);
+  const allReady = [
+    ...old,
+    replica({ id: 'new0', version: 2, slot: 0 }),
+    replica({ id: 'new1', version: 2, slot: 1 }),
+  ];
+  assert.deepEqual(
+    sorted(planReplicas(endpoints, allReady, 0)),
+    sorted([
+      { kind: 'stop', replicaId: 'old0', reason: 'replaced' },
+      { kind: 'stop', replicaId: 'old1', reason: 'replaced' },
+    ]),
+  );
+  // a new version that keeps failing never takes the old one's place
+  const failing = [
+    ...old,
+    replica({ id: 'new0', version: 2, slot: 0, state: 'failed', restartAtMs: 10 }),
+  ];
+  assert.deepEqual(planReplicas([{ name: 'e', version: 2, replicas: 1 }], failing, 5), []);
+});
+
+test('replicas of deleted endpoints stop; stopping replicas are left alone', () => {
+  const replicas = [
+    replica({ id: 'a', endpoint: 'gone' }),
+    replica({ id: 'b', endpoint: 'gone', state: 'stopping' }),
+  ];
+  assert.deepEqual(planReplicas([], replicas, 0), [
+    { kind: 'stop', replicaId: 'a', reason: 'endpoint-deleted' },
+  ]);
+});
+
+test('property: after applying the plan, each endpoint converges to exactly N live replicas of its version', () => {
+  let seed = 42;
+  const random = (): number => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
+  for (let round = 0; round < 200; round++) {
+    const endpoints = Array.from({ length: 1 + Math.floor(random() * 3) }, (_, i) => ({
+      name: `e${i}`,
+      version: 1 + Math.floor(random() * 2),
+      replicas: Math.floor(random() * 4),
+    }));
+    let replicas: ObservedReplica[] = Array.from({ length: Math.floor(random() * 8) }, (_, i) => ({
+      id: `r${i}`,
+      endpoint: `e${Math.floor(random() * 4)}`,
+      version: 1 + Math.floor(random() * 2),
+      slot: Math.floor(random() * 4),
+      state: 'ready' as const,
+      restarts: 0,
+      restartAtMs: null,
+    }));
+    // dedupe slots per (endpoint, version), as the reconciler guarantees
+    const seen = new Set<string>();
+    replicas = replicas.filter((r) => {
+      const key = `${r.endpoint}/${r.version}/${r.slot}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+    for (let step = 0; step < 4; step++) {
+      const actions = planReplicas(endpoints, replicas, 0);
+      let next = 0;
+      for (const action of actions) {
+        if (action.kind === 'stop') replicas = replicas.filter((r) => r.id !== action.replicaId);
+        if (action.kind === 'start') {
+          replicas.push({
+            id: `n${step}-${next++}`,
+            endpoint: action.endpoint,
+            version: action.version,
+            slot: action.slot,
+            state: 'ready',
+            restarts: 0,
+            restartAtMs: null,
+          });
+        }
+      }
+    }
+    for (const endpoint of endpoints) {
+      const mine = replicas.filter((r) => r.endpoint === endpoint.name);
+      assert.equal(mine.length, endpoint.replicas, JSON.stringify({ endpoint, mine }));
+      assert.ok(mine.every((r) => r.version === endpoint.version));
+    }
+    assert.ok(replicas.every((r) => endpoints.some((e) => e.name === r.endpoint)));
+  }
+});
