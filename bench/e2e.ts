@@ -46,7 +46,7 @@ export async function run(args: readonly string[]): Promise<void> {
     dev: true,
   });
   try {
-    const benchModel = `${root}fixtures/trees/bench-fraud.json`;
+    const benchModel = `${root}fixtures/trees/bench-fraud.ubj`;
     const modelPath = existsSync(benchModel)
       ? benchModel
       : `${root}fixtures/registry/xgb-binary.json`;
@@ -124,6 +124,20 @@ export async function run(args: readonly string[]): Promise<void> {
       `gateway added latency at ${rate} req/s: p50 ${addedP50.toFixed(3)} ms, p99 ${addedP99.toFixed(3)} ms`,
     );
     console.log("(load generator, gateway and worker share this machine's 2 cores)");
+    const sweep = args.includes('--sweep') ? [0.1, 0.2, 0.3, 0.4] : [];
+    if (sweep.length > 0) {
+      const rows: (string | number)[][] = [];
+      for (const fraction of sweep) {
+        const r = Math.floor(maxGateway.rps * fraction);
+        const g = await openLoop(gateway, r, seconds * 1000);
+        const d = await openLoop(direct, r, seconds * 1000);
+        const p99g = percentile(Array.from(g.latenciesMs), 99);
+        const p99d = percentile(Array.from(d.latenciesMs), 99);
+        rows.push([`${Math.round(fraction * 100)}% (${r}/s)`, p99g, p99d, p99g - p99d]);
+      }
+      console.log('\nadded p99 by offered load (fraction of the gateway maximum)');
+      console.log(table(['load', 'gateway p99', 'direct p99', 'added p99 ms'], rows));
+    }
     goal('e2e', 'gateway_added_p99_ms', addedP99, '<=', 1);
   } finally {
     await platform.close();
