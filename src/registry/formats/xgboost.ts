@@ -12,7 +12,7 @@
 
 import type { ArtifactFile, FormatCheck } from './artifact-file.ts';
 import { readWholeFile } from './read-whole-file.ts';
-import { decodeUbjson } from './ubjson.ts';
+import { decodeXgboostDocument } from './xgboost-document.ts';
 
 /** Whole-file parse limit: JSON.parse needs the text as one string. */
 const maxModelBytes = 256 << 20;
@@ -37,7 +37,7 @@ export async function validateXgboost(files: readonly ArtifactFile[]): Promise<F
   }
   const whole = await readWholeFile(file, maxModelBytes, 'the XGBoost model');
   if (!whole.ok) return { ...whole, path: file.path };
-  const root = decode(whole.bytes);
+  const root = decodeXgboostDocument(whole.bytes);
   if (!root.ok) return { ok: false, reason: `${file.path}: ${root.reason}`, path: file.path };
   try {
     return { ok: true, info: checkModel(root.value) };
@@ -49,38 +49,6 @@ export async function validateXgboost(files: readonly ArtifactFile[]): Promise<F
       path: file.path,
     };
   }
-}
-
-function decode(bytes: Buffer): { ok: true; value: unknown } | { ok: false; reason: string } {
-  const encoding = sniff(bytes);
-  if (encoding === null)
-    return { ok: false, reason: 'not a JSON or UBJSON object (it does not start with {)' };
-  if (encoding === 'json') {
-    try {
-      return { ok: true, value: JSON.parse(bytes.toString('utf8')) as unknown };
-    } catch (error) {
-      return {
-        ok: false,
-        reason: `not valid JSON (${error instanceof Error ? error.message : String(error)})`,
-      };
-    }
-  }
-  const result = decodeUbjson(bytes);
-  return result.ok ? result : { ok: false, reason: `not valid UBJSON (${result.reason})` };
-}
-
-/** Text JSON: optional BOM and whitespace, `{`, whitespace, then `"` or `}`. UBJSON has a
- * length marker (i U I l L), `$` or `#` right after its `{`. */
-function sniff(bytes: Buffer): 'json' | 'ubjson' | null {
-  const isSpace = (b: number | undefined): boolean =>
-    b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
-  let i = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
-  while (isSpace(bytes[i])) i += 1;
-  if (bytes[i] !== 0x7b /* { */) return null;
-  if (i > 0) return 'json';
-  i += 1;
-  while (isSpace(bytes[i])) i += 1;
-  return bytes[i] === 0x22 || bytes[i] === 0x7d || i > 1 ? 'json' : 'ubjson';
 }
 
 function checkModel(root: unknown): Record<string, unknown> {

@@ -12,7 +12,7 @@
 // - leaves have left_children == -1 and their value in split_conditions.
 // Leaf ids are XGBoost's node ids, so predictLeaf answers like XGBoost's pred_leaf.
 
-import { decodeXgboostDocument } from './decode-xgboost-document.ts';
+import { decodeXgboostDocument } from '../../registry/formats/xgboost-document.ts';
 import {
   ModelError,
   baseScores,

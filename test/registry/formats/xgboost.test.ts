@@ -72,7 +72,7 @@ void test('JSON that is not an XGBoost model is refused with the missing key', a
   const cases: [string, RegExp][] = [
     ['{"hello": 1}', /model\.json: not an XGBoost model: learner is missing or not an object/],
     ['{"learner": {}, "version": [1,7,4]}', /learner\.gradient_booster\.name is missing/],
-    ['[1, 2]', /not a JSON or UBJSON object/],
+    ['[1, 2]', /not an XGBoost JSON or UBJSON model/],
     ['{"learner": ', /model\.json: not valid JSON/],
   ];
   for (const [text, reason] of cases) {
@@ -187,4 +187,12 @@ void test('exactly one .json/.ubj model file; the legacy binary format gets a hi
     tooBig.ok ? '' : tooBig.reason,
     /m\.json: the XGBoost model is 300 MiB, over the 256 MiB limit/,
   );
+});
+
+test('a categorical XGBoost JSON model (bare NaN in split_conditions) is accepted', async () => {
+  const { fileArtifact } = await import('../../../src/registry/formats/file-artifact.ts');
+  const { validateFormat } = await import('../../../src/registry/formats/validate-format.ts');
+  const path = new URL('../../../fixtures/trees/xgb-categorical.json', import.meta.url).pathname;
+  const check = await validateFormat('xgboost', [await fileArtifact(path, 'xgb-categorical.json')]);
+  assert.equal(check.ok, true, check.ok ? '' : check.reason);
 });

@@ -1,6 +1,7 @@
 // Bytes of an XGBoost `save_model` file → the document as plain values. The two encodings
 // hold the same tree; which one a file uses is decided by content, since both start with `{`
-// (src/registry/formats/xgboost.ts does the same at registration).
+// Shared by the registration check (xgboost.ts) and the tree runtime, so what registers
+// is exactly what loads.
 //
 // XGBoost's JSON writer prints non-finite floats as bare NaN / Infinity / -Infinity (a
 // categorical split's split_conditions entry is NaN), which JSON.parse rejects. When the
@@ -8,7 +9,7 @@
 // ±1e999, which parses as ±Infinity) and the text is parsed again; number readers treat
 // null as NaN.
 
-import { decodeUbjson } from '../../registry/formats/ubjson.ts';
+import { decodeUbjson } from './ubjson.ts';
 
 export type DecodedDocument =
   | { readonly ok: true; readonly value: unknown; readonly encoding: 'json' | 'ubjson' }
