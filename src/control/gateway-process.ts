@@ -46,9 +46,17 @@ export class GatewayProcess {
       );
       this.child = child;
       let listening = false;
+      let failure: { code: string; message: string } | null = null;
       createInterface({ input: child.stdout }).on('line', (line) => {
         try {
-          const event = JSON.parse(line) as { event?: string; url?: string };
+          const event = JSON.parse(line) as {
+            event?: string;
+            url?: string;
+            code?: string;
+            message?: string;
+          };
+          if (event.event === 'failed')
+            failure = { code: event.code ?? 'UNKNOWN', message: event.message ?? '' };
           if (event.event === 'listening' && typeof event.url === 'string') {
             listening = true;
             this.url = event.url;
@@ -61,7 +69,15 @@ export class GatewayProcess {
       child.once('exit', (code, signal) => {
         this.child = null;
         if (!listening) {
-          reject(new Error(`the gateway exited before listening (${code ?? signal})`));
+          const error = new Error(
+            failure === null
+              ? `the gateway exited before listening (${code ?? signal})`
+              : `the gateway could not listen on ${host}:${listenPort}: ${failure.message}`,
+          ) as Error & { code?: string; address?: string; port?: number };
+          if (failure !== null) error.code = failure.code;
+          error.address = host;
+          error.port = listenPort;
+          reject(error);
           return;
         }
         if (this.stopping) return;

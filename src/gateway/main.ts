@@ -1,8 +1,9 @@
 // The gateway process, as `kiln up` spawns it:
 //   node --import tsx src/gateway/main.ts --control-url URL --host 127.0.0.1 --port 8000 \
 //     --state-dir DIR [--log]
-// Prints exactly one line on stdout once listening — {"event":"listening","url":"…"} — and
-// exits 0 after closing on SIGTERM or SIGINT (a second signal exits at once).
+// Prints exactly one line on stdout once listening — {"event":"listening","url":"…"} — or,
+// if it cannot start, {"event":"failed","code","message"} and exits 1; exits 0 after
+// closing on SIGTERM or SIGINT (a second signal exits at once).
 
 import { parseArgs } from 'node:util';
 import { startGateway } from './start-gateway.ts';
@@ -27,13 +28,27 @@ const stateDir = values['state-dir'] ?? fail('--state-dir is required');
 const port = Number(values.port);
 if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`bad --port ${values.port}`);
 
-const gateway = await startGateway({
-  controlUrl,
-  host: values.host,
-  port,
-  stateDir,
-  logger: values.log,
-});
+let gateway: Awaited<ReturnType<typeof startGateway>>;
+try {
+  gateway = await startGateway({
+    controlUrl,
+    host: values.host,
+    port,
+    stateDir,
+    logger: values.log,
+  });
+} catch (error) {
+  // Tell the supervisor why (e.g. EADDRINUSE) instead of dying with a stack trace.
+  const code = (error as { code?: unknown }).code;
+  const event = {
+    event: 'failed',
+    code: typeof code === 'string' ? code : 'UNKNOWN',
+    message: (error as Error).message,
+  };
+  process.stdout.write(`${JSON.stringify(event)}\n`, () => process.exit(1));
+  await new Promise(() => undefined);
+  throw error;
+}
 process.stdout.write(`${JSON.stringify({ event: 'listening', url: gateway.url })}\n`);
 
 let stopping = false;
