@@ -74,7 +74,7 @@ function withWrk(gatewayUrl: string, workerUrl: string, body: string, seconds: n
     const d = runWrk(workerUrl + path, body, c, seconds);
     results.set(c, { gateway: g, direct: d });
     rows.push([
-      c,
+      String(c),
       g.rps,
       g.p50Ms,
       g.p99Ms,
