@@ -14,6 +14,8 @@ export type {
 export type { GcResult } from '../registry/artifact-store.ts';
 import type { ManifestFile as VersionFile } from '../registry/types.ts';
 import type { ModelFormat } from '../registry/formats/artifact-file.ts';
+import type { EndpointView } from '../control/endpoints.ts';
+import type { ApiKeyRecord } from '../store/serving-records.ts';
 
 export type ServingProtocol = 'v2' | 'openai';
 
@@ -145,52 +147,13 @@ export interface DeployBody {
   config: EndpointConfig;
 }
 
-export type ReplicaState = 'starting' | 'ready' | 'failed' | 'stopping';
-
-export interface ReplicaStatus {
-  readonly id: string;
-  readonly version: number;
-  readonly state: ReplicaState;
-  readonly pid: number | null;
-  readonly restarts: number;
-  readonly reason: string | null;
-  readonly url: string | null;
-}
-
-export interface EndpointStatus {
-  readonly ready: boolean;
-  readonly readyReplicas: number;
-  readonly reason: string | null;
-  readonly replicas: readonly ReplicaStatus[];
-}
-
-export interface Endpoint {
-  readonly name: string;
-  readonly team: string;
-  readonly model: string;
-  readonly version: number;
-  /** What was asked: `"3"` or `"@champion"`. */
-  readonly ref: string;
-  /** Desired replica count. */
-  readonly replicas: number;
-  readonly config: Readonly<EndpointConfig>;
-  readonly createdAt: string;
-  readonly updatedAt: string;
-  /** `{gateway}/v2/models/{name}`. */
-  readonly url: string;
-  readonly status: EndpointStatus;
-}
-
+// Serving responses are the control plane's own types (type-only imports).
+export type { ReplicaState } from '../control/replica-plan.ts';
+export type Endpoint = EndpointView;
+export type EndpointStatus = EndpointView['status'];
+export type ReplicaStatus = EndpointStatus['replicas'][number];
 /** An API key as listed; the key itself is never shown again after creation. */
-export interface ApiKey {
-  readonly id: string;
-  readonly name: string;
-  readonly team: string | null;
-  readonly endpoint: string | null;
-  /** The first characters of the key, to recognise it. */
-  readonly prefix: string;
-  readonly createdAt: string;
-}
+export type ApiKey = Omit<ApiKeyRecord, 'sha256'>;
 
 /** `POST /api/v1/api-keys` → the key, with its secret `key` (shown once). */
 export interface CreatedApiKey extends ApiKey {

@@ -20,6 +20,7 @@ import type { LineageQuery, NewModel, NewVersion, PageRequest, Store } from '../
 import { cursorNumber, cursorString, decodePageToken, pageOf } from '../page-token.ts';
 import { sqliteMigrations, type Migration } from './migrations.ts';
 import { SqliteServingTables, endpointsServing } from './sqlite-serving.ts';
+import { SqliteSigningTables } from './sqlite-signing.ts';
 import type { ApiKeyRecord, EndpointRecord, NewEndpoint } from '../serving-records.ts';
 import {
   toModelVersion,
@@ -36,27 +37,9 @@ export interface SqliteStoreOptions {
   readonly migrations?: readonly Migration[];
 }
 
-interface TrustedKeyRow {
-  key_id: string;
-  name: string;
-  team: string | null;
-  public_key: string;
-  created_at: string;
-}
-
 function isBusy(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED';
-}
-
-function toTrustedKey(row: TrustedKeyRow): TrustedKey {
-  return {
-    keyId: row.key_id,
-    name: row.name,
-    team: row.team,
-    publicKey: row.public_key,
-    createdAt: row.created_at,
-  };
 }
 
 export class SqliteStore implements Store {
@@ -65,11 +48,13 @@ export class SqliteStore implements Store {
   private readonly clock: Clock;
 
   private readonly serving: SqliteServingTables;
+  private readonly signing: SqliteSigningTables;
 
   private constructor(db: Database.Database, clock: Clock) {
     this.db = db;
     this.clock = clock;
     this.serving = new SqliteServingTables(db, clock);
+    this.signing = new SqliteSigningTables(db, clock);
   }
 
   static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
@@ -500,83 +485,27 @@ export class SqliteStore implements Store {
   // ---------------------------------------------------------------- signing
 
   addTrustedKey(key: Omit<TrustedKey, 'createdAt'>): Promise<TrustedKey> {
-    return this.run(() => {
-      try {
-        this.db
-          .prepare(
-            'INSERT INTO trusted_keys (key_id, name, team, public_key, created_at) VALUES (?, ?, ?, ?, ?)',
-          )
-          .run(key.keyId, key.name, key.team, key.publicKey, isoAt(this.clock));
-      } catch (error) {
-        if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-          throw kilnError('KILN_KEY_EXISTS', { key: key.keyId });
-        }
-        throw error;
-      }
-      const row = this.db
-        .prepare('SELECT * FROM trusted_keys WHERE key_id = ?')
-        .get(key.keyId) as TrustedKeyRow;
-      return toTrustedKey(row);
-    });
+    return this.run(() => this.signing.addTrustedKey(key));
   }
 
   getTrustedKey(keyId: string): Promise<TrustedKey | null> {
-    return this.run(() => {
-      const row = this.db.prepare('SELECT * FROM trusted_keys WHERE key_id = ?').get(keyId) as
-        TrustedKeyRow | undefined;
-      return row === undefined ? null : toTrustedKey(row);
-    });
+    return this.run(() => this.signing.getTrustedKey(keyId));
   }
 
   listTrustedKeys(): Promise<readonly TrustedKey[]> {
-    return this.run(() =>
-      (
-        this.db.prepare('SELECT * FROM trusted_keys ORDER BY name, key_id').all() as TrustedKeyRow[]
-      ).map(toTrustedKey),
-    );
+    return this.run(() => this.signing.listTrustedKeys());
   }
 
   removeTrustedKey(keyId: string): Promise<TrustedKey | null> {
-    return this.run(() => {
-      const row = this.db
-        .prepare('DELETE FROM trusted_keys WHERE key_id = ? RETURNING *')
-        .get(keyId) as TrustedKeyRow | undefined;
-      return row === undefined ? null : toTrustedKey(row);
-    });
+    return this.run(() => this.signing.removeTrustedKey(keyId));
   }
 
   getSigningPolicy(): Promise<SigningPolicy> {
-    return this.run(() => this.readPolicy());
-  }
-
-  private readPolicy(): SigningPolicy {
-    const rows = this.db
-      .prepare('SELECT scope, require_signature FROM signing_policy ORDER BY scope')
-      .all() as {
-      scope: string;
-      require_signature: number;
-    }[];
-    const global = rows.find((r) => r.scope === '*');
-    return {
-      requireSignature: global?.require_signature === 1,
-      teams: Object.fromEntries(
-        rows
-          .filter((r) => r.scope !== '*')
-          .map((r) => [r.scope, { requireSignature: r.require_signature === 1 }]),
-      ),
-    };
+    return this.run(() => this.signing.readPolicy());
   }
 
   setSigningPolicy(team: string | null, requireSignature: boolean): Promise<SigningPolicy> {
-    return this.run(() => {
-      this.db
-        .prepare(
-          `INSERT INTO signing_policy (scope, require_signature) VALUES (?, ?)
-             ON CONFLICT (scope) DO UPDATE SET require_signature = excluded.require_signature`,
-        )
-        .run(team ?? '*', requireSignature ? 1 : 0);
-      return this.readPolicy();
-    });
+    return this.run(() => this.signing.setPolicy(team, requireSignature));
   }
 
   // ---------------------------------------------------------------- serving
