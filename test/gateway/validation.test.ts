@@ -43,6 +43,14 @@ const invalid: ReadonlyArray<readonly [string, string, unknown, RegExp]> = [
   ['data not matching the shape', 'fraud', tensor({ data: [1, 2] }), /'x'/],
   ['non-numeric data', 'fraud', tensor({ data: [1, 'two', 3] }), /'x'/],
   ['a missing input', 'pair', validRequest, /missing input 'z'/],
+  [
+    'a missing value (null) in an integer input',
+    'pair',
+    {
+      inputs: [validRequest.inputs[0], { name: 'z', datatype: 'INT64', shape: [1], data: [null] }],
+    },
+    /'z'/,
+  ],
   ['no input at all', 'fraud', { inputs: [] }, /inputs/],
   [
     'an extra input',
@@ -139,4 +147,17 @@ test('valid requests pass, and an endpoint without a schema forwards any well-fo
 test('the gateway still answers on a connection that carried a refused body', async () => {
   const reply = await call(gateway.url, 'GET', '/v2/health/ready');
   assert.equal(reply.status, 200);
+});
+
+test('a bare NaN token (as Python sends) is a missing value for floats but refused for integers', async () => {
+  const int =
+    '{"inputs":[{"name":"x","datatype":"FP32","shape":[1,3],"data":[1,NaN,3]},' +
+    '{"name":"z","datatype":"INT64","shape":[1],"data":[NaN]}]}';
+  const before = worker.received.length;
+  const reply = await infer(gateway.url, int, {}, 'pair');
+  assert.equal(reply.status, 400, reply.text);
+  assert.match((reply.json as { error: string }).error, /'z'/);
+  assert.equal(worker.received.length, before);
+  const float = '{"inputs":[{"name":"x","datatype":"FP32","shape":[1,3],"data":[1,NaN,Infinity]}]}';
+  assert.equal((await infer(gateway.url, float, {}, 'fraud')).status, 200);
 });
