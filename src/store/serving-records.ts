@@ -2,9 +2,27 @@
 
 import type { RuntimeConfig } from '../runtimes/runtime.ts';
 
+/** Dynamic batching in the worker (Triton's dynamic batcher, in shape). */
+export interface BatchingConfig {
+  /** A batch is run as soon as it holds this many rows. */
+  readonly maxBatchSize: number;
+  /** …or when its oldest request has waited this long, in microseconds. */
+  readonly maxDelayMicros: number;
+  /** Batch sizes the model runs best at; the batcher prefers to cut at one of these. */
+  readonly preferredBatchSizes?: readonly number[];
+  /** Requests that may wait; beyond this, new ones are shed with 429 + Retry-After. */
+  readonly maxQueue: number;
+}
+
 export interface EndpointConfig extends RuntimeConfig {
   /** Largest request body the gateway accepts for this endpoint, in bytes. */
   readonly maxBodyBytes?: number;
+  /** null = batching explicitly off; absent = the runtime's default (trees off, ONNX on). */
+  readonly batching?: BatchingConfig | null;
+  /** Default per-request deadline in ms (a request's `kiln-timeout-ms` header overrides). */
+  readonly timeoutMs?: number;
+  /** Most requests the gateway lets in flight to this endpoint at once (beyond: 429). */
+  readonly maxConcurrency?: number;
 }
 
 export interface EndpointRecord {
