@@ -12,14 +12,9 @@
 // --pin (Linux): load generator on CPU 0, gateway and worker on CPU 1.
 
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 
-import { startPlatform } from '../src/control/start-platform.ts';
-import { readArtifact, register, call } from '../test/helpers/platform.ts';
 import { closedLoop, openLoop, type LoadResult, type LoadTarget } from './_load.ts';
+import { startBenchPlatform } from './_platform.ts';
 import { goal, percentile, table } from './_report.ts';
 import { runWrk, wrkAvailable, type WrkResult } from './_wrk.ts';
 
@@ -176,37 +171,9 @@ async function withJsClient(
 export async function run(args: readonly string[]): Promise<void> {
   const concurrency = option(args, 'concurrency', 16);
   const seconds = option(args, 'seconds', 5);
-  const home = await mkdtemp(join(tmpdir(), 'kiln-bench-e2e-'));
-  const platform = await startPlatform({
-    home,
-    host: '127.0.0.1',
-    port: 0,
-    gatewayPort: 0,
-    dev: true,
-  });
+  const bench = await startBenchPlatform({ tempPrefix: 'kiln-bench-e2e-' });
+  const { platform, modelPath, workerUrl } = bench;
   try {
-    const benchModel = `${root}fixtures/trees/bench-fraud.ubj`;
-    const modelPath = existsSync(benchModel)
-      ? benchModel
-      : `${root}fixtures/registry/xgb-binary.json`;
-    const files = await readArtifact(modelPath);
-    const registered = await register(platform.url, 'bench', 'xgboost', files);
-    if (registered.status !== 201) throw new Error(JSON.stringify(registered.body));
-    await call(platform.url, 'PUT', '/api/v1/endpoints/bench', { model: 'bench' });
-    let workerUrl = '';
-    for (let i = 0; i < 600 && workerUrl === ''; i++) {
-      const status = (await call(platform.url, 'GET', '/api/v1/endpoints/bench')).body as {
-        status: { ready: boolean; replicas: { url: string | null; state: string }[] };
-      };
-      const ready = status.status.replicas.find((r) => r.state === 'ready');
-      if (status.status.ready && ready?.url) {
-        const gw = await fetch(`${platform.gatewayUrl}/v2/models/bench/ready`);
-        await gw.arrayBuffer();
-        if (gw.status === 200) workerUrl = ready.url;
-      }
-      if (workerUrl === '') await new Promise((r) => setTimeout(r, 100));
-    }
-    if (workerUrl === '') throw new Error('the bench endpoint never became ready');
     const metadata = (await (await fetch(`${workerUrl}/v2/models/bench`)).json()) as {
       inputs: { name: string; shape: number[] }[];
     };
@@ -238,7 +205,6 @@ export async function run(args: readonly string[]): Promise<void> {
       await withJsClient(gateway, direct, concurrency, seconds, args.includes('--sweep'));
     }
   } finally {
-    await platform.close();
-    await rm(home, { recursive: true, force: true });
+    await bench.close();
   }
 }

@@ -135,6 +135,18 @@ export interface EndpointConfig {
   interOpThreads?: number;
   graphOptimizationLevel?: GraphOptimizationLevel;
   maxBodyBytes?: number;
+  /** null = off; absent = the runtime's default; missing fields take the platform's defaults. */
+  batching?: BatchingSettings | null;
+  timeoutMs?: number;
+  maxConcurrency?: number;
+}
+
+/** Dynamic batching in the worker, as a deploy sends it (every field optional). */
+export interface BatchingSettings {
+  maxBatchSize?: number;
+  maxDelayMicros?: number;
+  preferredBatchSizes?: number[];
+  maxQueue?: number;
 }
 
 /** `PUT /api/v1/endpoints/{name}`: give `version` or `alias`, or neither for the latest. */
@@ -154,6 +166,8 @@ export type EndpointStatus = EndpointView['status'];
 export type ReplicaStatus = EndpointStatus['replicas'][number];
 /** An API key as listed; the key itself is never shown again after creation. */
 export type ApiKey = Omit<ApiKeyRecord, 'sha256'>;
+
+export type { TeamLimitRecord as TeamLimit } from '../store/serving-records.ts';
 
 /** `POST /api/v1/api-keys` → the key, with its secret `key` (shown once). */
 export interface CreatedApiKey extends ApiKey {

@@ -17,6 +17,7 @@ import { registerKeysCommands } from './commands/keys.ts';
 import { registerModelsCommands } from './commands/models.ts';
 import { registerPolicyCommands } from './commands/policy.ts';
 import { registerPredictCommand } from './commands/predict.ts';
+import { registerTeamsCommands } from './commands/teams.ts';
 import { registerUpCommand } from './commands/up.ts';
 import { renderError } from './errors.ts';
 
@@ -55,6 +56,7 @@ export function buildProgram(): Command {
   registerPredictCommand(program);
   registerKeysCommands(program);
   registerPolicyCommands(program);
+  registerTeamsCommands(program);
   registerGcCommand(program);
   registerHealthCommand(program);
   acceptGlobalOptionsEverywhere(program);

@@ -7,8 +7,9 @@ import { kilnError } from '../core/errors.ts';
 import type { Registry } from '../registry/registry.ts';
 import { checkName } from '../registry/names.ts';
 import { servableFormats } from '../runtimes/load-runtime.ts';
-import type { EndpointConfig, EndpointRecord } from '../store/serving-records.ts';
+import type { EndpointRecord } from '../store/serving-records.ts';
 import type { Reconciler, ReplicaStatus } from './reconciler.ts';
+import { completeEndpointConfig, type EndpointConfigInput } from './serving-defaults.ts';
 
 export interface DeployRequest {
   readonly model: string;
@@ -16,7 +17,7 @@ export interface DeployRequest {
   readonly alias?: string;
   readonly replicas?: number;
   readonly team?: string;
-  readonly config?: EndpointConfig;
+  readonly config?: EndpointConfigInput;
 }
 
 export interface EndpointView extends EndpointRecord {
@@ -71,6 +72,7 @@ export class EndpointService {
     }
     const team = request.team ?? model.team;
     checkName('team', team);
+    const config = completeEndpointConfig(request.config ?? {});
     const { endpoint, created } = await this.registry.store.putEndpoint({
       name,
       team,
@@ -78,7 +80,7 @@ export class EndpointService {
       version: version.version,
       ref,
       replicas: request.replicas ?? 1,
-      config: request.config ?? {},
+      config,
     });
     await this.reconciler.trigger();
     return { endpoint: this.view(endpoint), created };

@@ -13,7 +13,12 @@ import type { ModelSchema } from '../core/tensor.ts';
 import type { Registry } from '../registry/registry.ts';
 import type { Store } from '../store/store.ts';
 import type { EndpointRecord } from '../store/serving-records.ts';
-import type { ApiKeyGrant, EndpointRoute, RoutingSnapshot } from '../gateway/routing-snapshot.ts';
+import type {
+  ApiKeyGrant,
+  EndpointRoute,
+  RoutingSnapshot,
+  TeamLimit,
+} from '../gateway/routing-snapshot.ts';
 import type { Backend, ReplicaEvent, ReplicaHandle } from './backends/backend.ts';
 import {
   planReplicas,
@@ -22,6 +27,7 @@ import {
   type ReplicaState,
 } from './replica-plan.ts';
 import { RoutingTable } from './routing-table.ts';
+import { workerServingSettings } from './serving-defaults.ts';
 
 export const defaultMaxBodyBytes = 32 * 1024 * 1024;
 
@@ -60,7 +66,12 @@ export interface ReconcilerOptions {
   readonly auth: RoutingSnapshot['auth'];
   /** How often to look again without a trigger (restarts after backoff). */
   readonly intervalMs?: number;
-  /** Pause between unpublishing a replica and stopping it (lets gateways catch up). */
+  /**
+   * A gateway long-polls the routing table: wait for it to confirm the snapshot without a
+   * replica before stopping that replica (else just pause unpublishDelayMs).
+   */
+  readonly gatewayAcks?: boolean;
+  /** With gatewayAcks, the longest wait for the confirmation; without, the pause. */
   readonly unpublishDelayMs?: number;
 }
 
@@ -71,6 +82,7 @@ export class Reconciler {
   private readonly reportedSchemas = new Map<string, ModelSchema>();
   private endpoints: readonly EndpointRecord[] = [];
   private grants: readonly ApiKeyGrant[] = [];
+  private teamLimits: readonly TeamLimit[] = [];
   private declaredSchemas = new Map<string, ModelSchema | null>();
   private formats = new Map<string, EndpointRoute['format']>();
   private running: Promise<void> | null = null;
@@ -80,7 +92,7 @@ export class Reconciler {
 
   constructor(private readonly options: ReconcilerOptions) {
     this.routing = new RoutingTable(
-      { auth: options.auth, endpoints: [], apiKeys: [] },
+      { auth: options.auth, endpoints: [], apiKeys: [], teamLimits: [] },
       options.clock,
     );
   }
@@ -150,6 +162,11 @@ export class Reconciler {
   private async pass(): Promise<void> {
     const { store } = this.options;
     this.endpoints = await store.listEndpoints();
+    this.teamLimits = (await store.listTeamLimits()).map((l) => ({
+      team: l.team,
+      requestsPerSecond: l.requestsPerSecond,
+      burst: l.burst,
+    }));
     this.grants = (await store.listApiKeys()).map((k) => ({
       id: k.id,
       sha256: k.sha256,
@@ -221,10 +238,17 @@ export class Reconciler {
           this.replicas.delete(replica.id);
           return;
         }
-        // Stopping drains in-flight requests; it runs in the background of the loop.
+        // Zero-loss stop, in the background of the loop: the replica is already out of the
+        // published snapshot; once the gateway holds that snapshot it sends the replica
+        // nothing new, and the worker drains what it has (queued and running) before exiting.
+        const unpublished = this.routing.current().version;
         void (async () => {
-          await new Promise((r) => setTimeout(r, this.options.unpublishDelayMs ?? 100));
-          await handle.stop(10_000);
+          if (this.options.gatewayAcks === true) {
+            await this.routing.waitForAck(unpublished, this.options.unpublishDelayMs ?? 5_000);
+          } else {
+            await new Promise((r) => setTimeout(r, this.options.unpublishDelayMs ?? 100));
+          }
+          await handle.stop(30_000);
         })();
         return;
       }
@@ -242,7 +266,7 @@ export class Reconciler {
     }
     replica.reason = null;
     replica.url = null;
-    const { maxBodyBytes, ...config } = endpoint.config;
+    const serving = workerServingSettings(version.format, endpoint.config);
     replica.handle = this.options.backend.start(
       {
         replicaId: replica.id,
@@ -253,8 +277,10 @@ export class Reconciler {
         files: version.files,
         schema: version.schema,
         artifactsRoot: this.options.registry.artifacts.root,
-        maxBodyBytes: maxBodyBytes ?? defaultMaxBodyBytes,
-        config,
+        maxBodyBytes: serving.maxBodyBytes ?? defaultMaxBodyBytes,
+        config: serving.config,
+        batching: serving.batching,
+        defaultTimeoutMs: serving.defaultTimeoutMs,
       },
       (event) => this.onReplicaEvent(replica, event),
     );
@@ -318,6 +344,7 @@ export class Reconciler {
       format: this.formats.get(key) ?? 'onnx',
       schema: this.declaredSchemas.get(key) ?? this.reportedSchemas.get(key) ?? null,
       maxBodyBytes: endpoint.config.maxBodyBytes ?? defaultMaxBodyBytes,
+      maxConcurrency: endpoint.config.maxConcurrency ?? null,
       replicas: serving.map((r) => ({ id: r.id, url: r.url ?? '', version: r.version })),
     };
   }
@@ -327,6 +354,7 @@ export class Reconciler {
       auth: this.options.auth,
       endpoints: this.endpoints.map((e) => this.route(e)),
       apiKeys: this.grants,
+      teamLimits: this.teamLimits,
     });
   }
 }

@@ -10,6 +10,9 @@ export class RoutingTable {
   private snapshot: RoutingSnapshot;
   private contentKey: string;
   private waiters = new Set<(snapshot: RoutingSnapshot) => void>();
+  /** Highest snapshot version a gateway has confirmed holding (its long-poll's `after`). */
+  private acked = 0;
+  private ackWaiters = new Set<() => void>();
 
   constructor(
     initial: SnapshotContent,
@@ -41,12 +44,46 @@ export class RoutingTable {
     return true;
   }
 
+  /**
+   * A gateway polling with `after = N` holds snapshot N: record it, so a replica taken out of
+   * the routing can be stopped once the gateway no longer sends it anything new.
+   */
+  acknowledge(version: number): void {
+    if (version <= this.acked) return;
+    this.acked = version;
+    const waiters = [...this.ackWaiters];
+    this.ackWaiters.clear();
+    for (const wake of waiters) wake();
+  }
+
+  /** Resolves true once a gateway holds `version` (or newer), false after timeoutMs. */
+  async waitForAck(version: number, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.acked < version) {
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      await new Promise<void>((resolve) => {
+        const wake = (): void => {
+          clearTimeout(timer);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          this.ackWaiters.delete(wake);
+          resolve();
+        }, left);
+        this.ackWaiters.add(wake);
+      });
+    }
+    return true;
+  }
+
   /** The current snapshot if newer than `after`, else the next one within waitMs, else null. */
   waitForNewer(
     after: number,
     waitMs: number,
     signal?: AbortSignal,
   ): Promise<RoutingSnapshot | null> {
+    this.acknowledge(after);
     if (this.snapshot.version > after) return Promise.resolve(this.snapshot);
     return new Promise((resolve) => {
       const wake = (snapshot: RoutingSnapshot): void => {

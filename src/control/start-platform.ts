@@ -68,6 +68,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     backend,
     clock,
     auth: options.dev ? 'dev' : 'api-keys',
+    // With a gateway, a replica is stopped only once the gateway holds a snapshot without it.
+    gatewayAcks: options.gateway !== false,
   });
   let gatewayUrl = '';
   const endpoints = new EndpointService(registry, reconciler, () => gatewayUrl);

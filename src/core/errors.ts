@@ -246,6 +246,21 @@ export const errorRegistry = {
     retryable: true,
     template: 'the replica serving endpoint {endpoint} did not answer within {timeoutMs} ms',
   },
+  KILN_ENDPOINT_BUSY: {
+    status: 429,
+    retryable: true,
+    template: 'endpoint {endpoint} already has {limit} requests in flight',
+  },
+  KILN_RATE_LIMITED: {
+    status: 429,
+    retryable: true,
+    template: 'team {team} is over its rate limit of {requestsPerSecond} requests/s',
+  },
+  KILN_TEAM_LIMIT_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    template: 'team {team} has no rate limit',
+  },
   KILN_MODEL_NOT_READY: {
     status: 503,
     retryable: true,
@@ -260,6 +275,17 @@ export const errorRegistry = {
     status: 500,
     retryable: false,
     template: 'inference failed: {reason}',
+  },
+  KILN_QUEUE_FULL: {
+    status: 429,
+    retryable: true,
+    template: 'model {model} has {queued} requests waiting, its limit: retry later',
+  },
+  KILN_DEADLINE_EXCEEDED: {
+    status: 504,
+    retryable: true,
+    template: 'the request waited past its deadline of {timeoutMs} ms and was not run',
+    hint: 'raise the deadline with the `kiln-timeout-ms` header or the endpoint timeoutMs',
   },
   // --- everything else ---
   KILN_INTERNAL: {

@@ -2,7 +2,8 @@
 // carries the whole lifecycle and is itself the undici dispatch handler, so the path needs
 // no per-request closures:
 //
-//   readBody ─▶ onBodyData* (count bytes, 413 past maxBodyBytes) ─▶ onBodyEnd
+//   readBody (holds a slot of the endpoint's concurrency gate until finish)
+//     ─▶ onBodyData* (count bytes, 413 past maxBodyBytes) ─▶ onBodyEnd
 //     ─▶ checkInferBody (lenient JSON + compiled schema; 400, the worker sees nothing)
 //     ─▶ send: pick replica (least outstanding) ─▶ pool.dispatch(original bytes)
 //     ─▶ onResponseStart / onResponseData* / onResponseEnd (small answers with a length are
@@ -17,6 +18,7 @@ import { performance } from 'node:perf_hooks';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { ErrorCode, ErrorParams } from '../core/errors.ts';
+import type { ConcurrencyGate } from './admission.ts';
 import type { GatewayLog } from './gateway-log.ts';
 import {
   onRequestData,
@@ -78,6 +80,8 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
   private heldChunks: Buffer[] = [];
   private status = 0;
   private done = false;
+  /** The endpoint's in-flight slot this request holds (infer), released at finish. */
+  private gate: ConcurrencyGate | null = null;
   private readonly upstreamHeaders: string[];
 
   constructor(
@@ -104,14 +108,21 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     ];
     const tracestate = headers.tracestate;
     if (typeof tracestate === 'string') this.upstreamHeaders.push('tracestate', tracestate);
+    // The worker's batcher reads the request's deadline and priority from these.
+    const timeoutMs = headers['kiln-timeout-ms'];
+    if (typeof timeoutMs === 'string') this.upstreamHeaders.push('kiln-timeout-ms', timeoutMs);
+    const priority = headers['kiln-priority'];
+    if (typeof priority === 'string') this.upstreamHeaders.push('kiln-priority', priority);
     series?.inflight.inc();
     req.exchange = this;
     res.exchange = this;
     res.on('close', onResponseClose);
   }
 
-  /** Reads the request body, then checks and sends it (infer). */
-  readBody(): void {
+  /** Takes a slot of `gate` until finished, reads the body, then checks and sends it. */
+  readBody(gate: ConcurrencyGate): void {
+    gate.enter();
+    this.gate = gate;
     this.req.on('data', onRequestData);
     this.req.on('end', onRequestEnd);
   }
@@ -353,6 +364,8 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
   private finish(status: number): void {
     if (this.done) return;
     this.done = true;
+    this.gate?.leave();
+    this.gate = null;
     const series = this.series;
     if (series !== null) {
       series.inflight.dec();

@@ -1,7 +1,7 @@
 // The gateway's Prometheus metrics, in a registry of its own (never prom-client's global
 // one, so several gateways can live in one test process). Label sets are bounded: endpoint
 // and version come from the routing snapshot (anything else is `_unknown`), code is an HTTP
-// status, reason is one of `UpstreamErrorReason`.
+// status, reason is one of `UpstreamErrorReason` or `RejectionReason`.
 //
 // `labels()` hashes its arguments on every call, so the hot path never calls it: each
 // (endpoint, version) gets an `EndpointSeries` holding its child metrics, made once.
@@ -12,6 +12,9 @@ export const unknownLabel = '_unknown';
 
 export type UpstreamErrorReason =
   'refused' | 'reset' | 'connect_timeout' | 'timeout' | 'response_aborted' | 'other';
+
+/** Why the gateway refused an infer request before reading it (429). */
+export type RejectionReason = 'busy' | 'rate_limited';
 
 // Seconds: sub-millisecond (the gateway's own answers) to tens of seconds (slow models).
 const durationBuckets = [
@@ -25,6 +28,7 @@ export class GatewayMetrics {
   private readonly duration: Histogram<'endpoint' | 'version'>;
   private readonly inflight: Gauge<'endpoint'>;
   private readonly upstreamErrors: Counter<'endpoint' | 'reason'>;
+  private readonly rejected: Counter<'endpoint' | 'reason'>;
   private readonly snapshotVersion: Gauge;
   private readonly series = new Map<string, EndpointSeries>();
 
@@ -55,6 +59,12 @@ export class GatewayMetrics {
       labelNames: ['endpoint', 'reason'],
       registers,
     });
+    this.rejected = new Counter({
+      name: 'kiln_gateway_rejected_total',
+      help: 'Inference requests refused before reading the body: busy (endpoint at its concurrency limit) or rate_limited (team over its rate).',
+      labelNames: ['endpoint', 'reason'],
+      registers,
+    });
     this.snapshotVersion = new Gauge({
       name: 'kiln_gateway_snapshot_version',
       help: 'Version of the routing snapshot the gateway serves from (0 = none yet).',
@@ -74,6 +84,7 @@ export class GatewayMetrics {
         this.duration.labels(endpoint, version),
         this.inflight.labels(endpoint),
         this.upstreamErrors,
+        this.rejected,
       );
       this.series.set(key, series);
     }
@@ -91,6 +102,8 @@ export class GatewayMetrics {
 
 export class EndpointSeries {
   private readonly byStatus = new Map<number, Counter.Internal>();
+  private busy: Counter.Internal | null = null;
+  private rateLimited: Counter.Internal | null = null;
 
   constructor(
     private readonly endpoint: string,
@@ -99,6 +112,7 @@ export class EndpointSeries {
     private readonly duration: Histogram.Internal<'endpoint' | 'version'>,
     readonly inflight: Gauge.Internal<'endpoint'>,
     private readonly upstreamErrors: Counter<'endpoint' | 'reason'>,
+    private readonly rejections: Counter<'endpoint' | 'reason'>,
   ) {}
 
   /** One answered request: its status and its duration in seconds. */
@@ -114,5 +128,16 @@ export class EndpointSeries {
 
   upstreamError(reason: UpstreamErrorReason): void {
     this.upstreamErrors.labels(this.endpoint, reason).inc();
+  }
+
+  /** A request refused at the door; children are made on first use (floods hit this). */
+  rejected(reason: RejectionReason): void {
+    let counter = reason === 'busy' ? this.busy : this.rateLimited;
+    if (counter === null) {
+      counter = this.rejections.labels(this.endpoint, reason);
+      if (reason === 'busy') this.busy = counter;
+      else this.rateLimited = counter;
+    }
+    counter.inc();
   }
 }

@@ -2,16 +2,20 @@
 // and swapped in whole (requests in flight keep the table they started with).
 //   - endpoints by name, each with its compiled request check, its replicas (shared state
 //     from ReplicaSet), its metric series, pre-rendered metadata and upstream paths;
-//   - API-key grants indexed by sha256.
+//   - API-key grants indexed by sha256;
+//   - each endpoint's concurrency gate and its team's token bucket (from Admission, which
+//     keeps them across snapshots).
 // Compiling a schema is not free, so an endpoint whose version and schema did not change
 // reuses the previous table's compiled check.
 
+import type { Admission, ConcurrencyGate } from './admission.ts';
 import { indexApiKeys } from './auth.ts';
 import type { EndpointSeries, GatewayMetrics } from './metrics.ts';
 import { modelMetadataBody } from './model-metadata.ts';
 import type { ReplicaState } from './replica-set.ts';
 import { compileRequestCheck, type RequestCheck } from './request-check.ts';
 import type { ApiKeyGrant, EndpointRoute, RoutingSnapshot } from './routing-snapshot.ts';
+import type { TokenBucket } from './token-bucket.ts';
 
 export interface EndpointEntry {
   readonly route: EndpointRoute;
@@ -31,6 +35,12 @@ export interface EndpointEntry {
   readonly inferPath: string;
   readonly metadataPath: string;
   readonly series: EndpointSeries;
+  /** In-flight limit for this endpoint (shared across snapshots). */
+  readonly gate: ConcurrencyGate;
+  /** The team's rate limit, or null when the team is unlimited. */
+  readonly bucket: TokenBucket | null;
+  /** The team's requests per second (for the 429 message); null when unlimited. */
+  readonly teamRequestsPerSecond: number | null;
   /** Rotating start for replica choice: equal loads are served round-robin. */
   cursor: number;
 }
@@ -47,9 +57,11 @@ export function buildRouteTable(
   previous: RouteTable | null,
   replicas: ReadonlyMap<string, ReplicaState[]>,
   metrics: GatewayMetrics,
+  admission: Admission,
   onBadSchema: (endpoint: string, reason: string) => void,
 ): RouteTable {
   const endpoints = new Map<string, EndpointEntry>();
+  const teamRates = new Map(snapshot.teamLimits.map((l) => [l.team, l.requestsPerSecond]));
   for (const route of snapshot.endpoints) {
     const checkKey = `${route.version} ${JSON.stringify(route.schema)}`;
     const before = previous?.endpoints.get(route.name);
@@ -77,6 +89,9 @@ export function buildRouteTable(
       inferPath: `${base}/infer`,
       metadataPath: base,
       series: metrics.seriesFor(route.name, versionText),
+      gate: admission.gateFor(route.name),
+      bucket: admission.bucketFor(route.team),
+      teamRequestsPerSecond: teamRates.get(route.team) ?? null,
       cursor: before?.cursor ?? 0,
     });
   }

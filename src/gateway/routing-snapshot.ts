@@ -14,6 +14,8 @@ export interface RoutingSnapshot {
   readonly auth: 'dev' | 'api-keys';
   readonly endpoints: readonly EndpointRoute[];
   readonly apiKeys: readonly ApiKeyGrant[];
+  /** Per-team request rates; a team not listed is unlimited. */
+  readonly teamLimits: readonly TeamLimit[];
 }
 
 export interface EndpointRoute {
@@ -31,6 +33,8 @@ export interface EndpointRoute {
   readonly schema: ModelSchema | null;
   /** Largest request body accepted, in bytes. */
   readonly maxBodyBytes: number;
+  /** Most infer requests in flight at one gateway at once (beyond: 429); null = unlimited. */
+  readonly maxConcurrency: number | null;
   /** Ready replicas only; an endpoint with none answers 503 (retryable). */
   readonly replicas: readonly ReplicaRoute[];
 }
@@ -49,4 +53,13 @@ export interface ApiKeyGrant {
   /** A key is scoped to one endpoint, or to every endpoint of one team. */
   readonly team: string | null;
   readonly endpoint: string | null;
+}
+
+/** A token bucket per team and gateway: refills at `requestsPerSecond`, holds `burst`. */
+export interface TeamLimit {
+  readonly team: string;
+  /** Tokens added per second, continuously; > 0. */
+  readonly requestsPerSecond: number;
+  /** Bucket capacity: the most requests accepted at once after a quiet spell; >= 1. */
+  readonly burst: number;
 }

@@ -1,6 +1,8 @@
 // Shape check for routing snapshots read from the control plane or from disk. The gateway
 // trusts the control plane's content but not the transport or the file system: a truncated
-// or foreign document must be refused, never half-applied.
+// or foreign document must be refused, never half-applied. Fields added later
+// (`maxConcurrency`, `teamLimits`) may be absent from a snapshot persisted by an older
+// gateway: they default to "no limit".
 
 import type { RoutingSnapshot } from './routing-snapshot.ts';
 
@@ -57,6 +59,10 @@ function endpointReason(value: unknown, index: number): string | null {
       tensorListReason(value.schema.outputs, `${where}.schema.outputs`);
     if (reason !== null) return reason;
   }
+  const limit = value.maxConcurrency;
+  if (limit !== undefined && limit !== null && (!isCount(limit) || limit === 0)) {
+    return `${where}.maxConcurrency is neither null nor a positive integer`;
+  }
   if (!Array.isArray(value.replicas)) return `${where}.replicas is not an array`;
   for (const replica of value.replicas) {
     if (!isObject(replica) || !isString(replica.id) || !isString(replica.url)) {
@@ -88,6 +94,24 @@ export function checkRoutingSnapshot(value: unknown): SnapshotCheck {
       return { ok: false, reason: `apiKeys[${grant.id}] has a bad team/endpoint` };
     }
   }
+  const teamLimits = value.teamLimits ?? [];
+  if (!Array.isArray(teamLimits)) return { ok: false, reason: 'teamLimits is not an array' };
+  for (const limit of teamLimits) {
+    if (!isObject(limit) || !isString(limit.team)) {
+      return { ok: false, reason: 'teamLimits has an entry without team' };
+    }
+    const rate = limit.requestsPerSecond;
+    if (typeof rate !== 'number' || !Number.isFinite(rate) || rate <= 0) {
+      return { ok: false, reason: `teamLimits[${limit.team}].requestsPerSecond is not positive` };
+    }
+    if (!isCount(limit.burst) || limit.burst === 0) {
+      return { ok: false, reason: `teamLimits[${limit.team}].burst is not a positive integer` };
+    }
+  }
   // The checks above cover every field the gateway reads.
-  return { ok: true, snapshot: value as unknown as RoutingSnapshot };
+  const endpoints = (value.endpoints as Fields[]).map((e) =>
+    e.maxConcurrency === undefined ? { ...e, maxConcurrency: null } : e,
+  );
+  const snapshot = { ...value, endpoints, teamLimits };
+  return { ok: true, snapshot: snapshot as unknown as RoutingSnapshot };
 }

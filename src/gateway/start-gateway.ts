@@ -4,6 +4,8 @@
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { Admission } from './admission.ts';
 import { createGatewayLog, type GatewayLog } from './gateway-log.ts';
 import { GatewayRequest, GatewayResponse } from './http-types.ts';
 import { GatewayMetrics } from './metrics.ts';
@@ -57,6 +59,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const upstreamTimeoutMs = options.upstreamTimeoutMs ?? 30_000;
   const metrics = new GatewayMetrics();
   const replicas = new ReplicaSet({ upstreamTimeoutMs });
+  const admission = new Admission();
   const state: GatewayState = {
     table: null,
     metrics,
@@ -71,7 +74,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const apply = (snapshot: RoutingSnapshot, persist: boolean): boolean => {
     const current = state.table;
     if (current !== null && snapshot.version <= current.version) return false;
-    state.table = buildRouteTable(snapshot, current, replicas.sync(snapshot), metrics, badSchema);
+    admission.sync(snapshot, performance.now());
+    const replicaStates = replicas.sync(snapshot);
+    state.table = buildRouteTable(snapshot, current, replicaStates, metrics, admission, badSchema);
     metrics.setSnapshotVersion(snapshot.version);
     log.info(
       { version: snapshot.version, endpoints: snapshot.endpoints.length },

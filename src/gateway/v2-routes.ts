@@ -11,6 +11,8 @@
 //
 // For /v2/models/… the order is: snapshot loaded → authenticate (401) → endpoint exists
 // (404) → key scope (403) → version served (404) → route action. {m} is the endpoint name.
+// Infer then refuses, before reading any of the body: too large (413) → endpoint at its
+// concurrency limit (429 busy) → team over its rate (429 rate limited).
 
 import { performance } from 'node:perf_hooks';
 import type { ErrorCode, ErrorParams } from '../core/errors.ts';
@@ -187,8 +189,10 @@ export class V2Routes {
     traceparent: string,
     startMs: number,
   ): void {
-    // Refuse an oversized body before reading a byte of it; streamed bodies (no
-    // Content-Length) are counted as they arrive.
+    // Refusals at the door, before reading a byte of the body. Side-effect-free checks come
+    // first, so a request refused for its size or a busy endpoint spends no team token.
+    // Refuse an oversized body at once; streamed bodies (no Content-Length) are counted as
+    // they arrive.
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > entry.maxBodyBytes) {
       const headers = entryHeaders(entry, requestId, traceparent);
@@ -196,6 +200,21 @@ export class V2Routes {
       const params = { size: declared, limit: entry.maxBodyBytes };
       const status = sendV2Error(res, 'KILN_PAYLOAD_TOO_LARGE', params, headers);
       entry.series.record(status, (performance.now() - startMs) / 1000);
+      return;
+    }
+    const gate = entry.gate;
+    if (gate.isFull()) {
+      const params = { endpoint: entry.name, limit: gate.limit ?? 0 };
+      refuse(res, entry, 'KILN_ENDPOINT_BUSY', params, '1', requestId, traceparent, startMs);
+      entry.series.rejected('busy');
+      return;
+    }
+    const bucket = entry.bucket;
+    if (bucket !== null && !bucket.tryTake(startMs)) {
+      const params = { team: entry.team, requestsPerSecond: entry.teamRequestsPerSecond ?? 0 };
+      const retryAfter = String(bucket.retryAfterSeconds(startMs));
+      refuse(res, entry, 'KILN_RATE_LIMITED', params, retryAfter, requestId, traceparent, startMs);
+      entry.series.rejected('rate_limited');
       return;
     }
     const exchange = new InferExchange(
@@ -208,7 +227,7 @@ export class V2Routes {
       traceparent,
       startMs,
     );
-    exchange.readBody();
+    exchange.readBody(gate);
   }
 
   private metrics(res: GatewayResponse): void {
@@ -223,6 +242,23 @@ export class V2Routes {
       },
     );
   }
+}
+
+/** A 429 at the door, with `Retry-After` in whole seconds. */
+function refuse(
+  res: GatewayResponse,
+  entry: EndpointEntry,
+  code: ErrorCode,
+  params: ErrorParams,
+  retryAfterSeconds: string,
+  requestId: string,
+  traceparent: string,
+  startMs: number,
+): void {
+  const headers = entryHeaders(entry, requestId, traceparent);
+  headers.push('retry-after', retryAfterSeconds);
+  const status = sendV2Error(res, code, params, headers);
+  entry.series.record(status, (performance.now() - startMs) / 1000);
 }
 
 function entryHeaders(entry: EndpointEntry, requestId: string, traceparent: string): HeaderList {

@@ -1,4 +1,5 @@
-// Persisted serving state: endpoints (desired state for the reconciler) and API keys.
+// Persisted serving state: endpoints (desired state for the reconciler), API keys and
+// per-team rate limits.
 
 import type { RuntimeConfig } from '../runtimes/runtime.ts';
 
@@ -59,3 +60,15 @@ export interface ApiKeyRecord {
   readonly endpoint: string | null;
   readonly createdAt: string;
 }
+
+/** A team's request rate at each gateway (a token bucket); teams without one are unlimited. */
+export interface TeamLimitRecord {
+  readonly team: string;
+  /** Sustained rate: tokens added per second (> 0). */
+  readonly requestsPerSecond: number;
+  /** Bucket capacity: requests accepted at once after a quiet spell (>= 1). */
+  readonly burst: number;
+  readonly updatedAt: string;
+}
+
+export type NewTeamLimit = Omit<TeamLimitRecord, 'updatedAt'>;

@@ -5,7 +5,13 @@
 // Conflicts the caller can cause (a taken name, an alias on a deleted version) are thrown as
 // KilnError with a registry code; "not found" is a null return.
 
-import type { ApiKeyRecord, EndpointRecord, NewEndpoint } from './serving-records.ts';
+import type {
+  ApiKeyRecord,
+  EndpointRecord,
+  NewEndpoint,
+  NewTeamLimit,
+  TeamLimitRecord,
+} from './serving-records.ts';
 import type {
   AliasEntry,
   Model,
@@ -102,4 +108,10 @@ export interface Store {
   /** Live (not revoked) keys. */
   listApiKeys(): Promise<readonly ApiKeyRecord[]>;
   revokeApiKey(id: string): Promise<ApiKeyRecord | null>;
+
+  /** Creates or replaces a team's rate limit. */
+  setTeamLimit(limit: NewTeamLimit): Promise<TeamLimitRecord>;
+  /** Removes it (the team is unlimited again); null when it had none. */
+  deleteTeamLimit(team: string): Promise<TeamLimitRecord | null>;
+  listTeamLimits(): Promise<readonly TeamLimitRecord[]>;
 }

@@ -5,7 +5,8 @@
 //          ─► compile the schema ─► warm up ─► ready
 //
 // Any failure on the way is reported (a `failed` event with the reason) and the worker never
-// becomes ready. On close it drains: stops accepting, waits for in-flight requests.
+// becomes ready. On close it drains: stops accepting (503), runs every request already
+// accepted — queued in the batcher included — and waits for them (up to graceMs).
 
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -14,6 +15,7 @@ import { isKilnError } from '../core/errors.ts';
 import { ArtifactStore } from '../registry/artifact-store.ts';
 import { loadRuntime } from '../runtimes/load-runtime.ts';
 import { compileSchema } from '../protocol/v2/schema.ts';
+import { createInferBatcher } from './batching/infer-batcher.ts';
 import { WorkerMetrics } from './worker-metrics.ts';
 import { createWorkerServer, type WorkerState } from './worker-server.ts';
 import type { WorkerEvent, WorkerSpec } from './worker-spec.ts';
@@ -38,6 +40,7 @@ export async function startWorker(
     runtime: null,
     schema: null,
     inflight: 0,
+    batcher: null,
   };
   const server = createWorkerServer(spec, state, metrics);
   await new Promise<void>((resolve, reject) => {
@@ -84,6 +87,11 @@ export async function startWorker(
       return fail('KILN_MODEL_LOAD_FAILED', `warm-up failed: ${(error as Error).message}`);
     }
     state.runtime = runtime;
+    const series = { endpoint: spec.endpoint, version: String(spec.version) };
+    state.batcher =
+      spec.batching === null
+        ? null
+        : createInferBatcher(runtime, spec.batching, { hooks: metrics.batcherHooks(series) });
     state.phase = 'ready';
     metrics.ready.set({ endpoint: spec.endpoint, version: String(spec.version) }, 1);
     metrics.memoryBytes.set(
@@ -105,6 +113,8 @@ export async function startWorker(
     loaded,
     async close(graceMs = 10_000): Promise<void> {
       state.phase = 'draining';
+      // Queued requests were accepted: run them now rather than after their batching delay.
+      state.batcher?.drain();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const deadline = Date.now() + graceMs;

@@ -1,6 +1,9 @@
 // Prometheus metrics of one worker process (its own registry, exposed at /metrics).
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { BatcherHooks } from './batching/dynamic-batcher.ts';
+
+type Series = 'endpoint' | 'version';
 
 export class WorkerMetrics {
   readonly registry = new Registry();
@@ -9,6 +12,13 @@ export class WorkerMetrics {
   readonly inflight: Gauge<'endpoint'>;
   readonly ready: Gauge<'endpoint' | 'version'>;
   readonly memoryBytes: Gauge<'endpoint' | 'version'>;
+  /** Model executions (a batch, or one unbatched request): compare with `requests`. */
+  readonly executions: Counter<Series>;
+  readonly batchSize: Histogram<Series>;
+  readonly queueDepth: Gauge<Series>;
+  readonly queueWait: Histogram<Series>;
+  readonly shed: Counter<Series>;
+  readonly expired: Counter<Series>;
 
   constructor(labels: { replica: string }) {
     this.registry.setDefaultLabels(labels);
@@ -46,5 +56,54 @@ export class WorkerMetrics {
       labelNames: ['endpoint', 'version'],
       registers: [this.registry],
     });
+    this.executions = new Counter({
+      name: 'kiln_worker_batch_executions_total',
+      help: 'Model executions: one per batch, or per request when batching is off',
+      labelNames: ['endpoint', 'version'],
+      registers: [this.registry],
+    });
+    this.batchSize = new Histogram({
+      name: 'kiln_worker_batch_size',
+      help: 'Rows per model execution',
+      labelNames: ['endpoint', 'version'],
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
+      registers: [this.registry],
+    });
+    this.queueDepth = new Gauge({
+      name: 'kiln_worker_queue_depth',
+      help: 'Requests waiting in the dynamic batcher (not counting the batch running)',
+      labelNames: ['endpoint', 'version'],
+      registers: [this.registry],
+    });
+    this.queueWait = new Histogram({
+      name: 'kiln_worker_queue_wait_seconds',
+      help: 'Time a request waited in the dynamic batcher before its batch ran, in seconds',
+      labelNames: ['endpoint', 'version'],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers: [this.registry],
+    });
+    this.shed = new Counter({
+      name: 'kiln_worker_shed_total',
+      help: 'Requests refused with 429 because the batch queue was full',
+      labelNames: ['endpoint', 'version'],
+      registers: [this.registry],
+    });
+    this.expired = new Counter({
+      name: 'kiln_worker_expired_total',
+      help: 'Requests failed with 504 because their deadline passed before they ran',
+      labelNames: ['endpoint', 'version'],
+      registers: [this.registry],
+    });
+  }
+
+  /** The batcher's hooks, feeding the queue depth, batch size and execution series. */
+  batcherHooks(labels: Record<Series, string>): BatcherHooks {
+    return {
+      onQueueDepth: (depth) => this.queueDepth.set(labels, depth),
+      onBatch: (_requests, rows) => {
+        this.executions.inc(labels);
+        this.batchSize.observe(labels, rows);
+      },
+    };
   }
 }

@@ -2,16 +2,24 @@
 // Plain node:http — the worker sits on every request's path, and its routes are few.
 //
 // Request lifecycle: route → (infer) read body within the limit → lenient JSON parse →
-// decode + check against the compiled schema → runtime.infer → encode → respond.
+// decode + check against the compiled schema → deadline + priority (infer-controls.ts) →
+// runtime.infer, or, with batching on, the dynamic batcher (batching/) → encode → respond.
 // Errors are v2 error bodies: {"error": "<message>", "code": "KILN_…"}.
+// A request counts in `state.inflight` from arrival to response, queued time included, so a
+// draining worker waits for everything it accepted.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { errorRegistry, kilnError, type KilnError } from '../core/errors.ts';
 import { kilnVersion } from '../core/version.ts';
-import type { ModelRuntime } from '../runtimes/runtime.ts';
+import type { InferOutcome, ModelRuntime } from '../runtimes/runtime.ts';
 import { parseInferRequest } from '../protocol/v2/decode-request.ts';
 import { encodeInferResponse } from '../protocol/v2/encode-response.ts';
 import type { CompiledSchema } from '../protocol/v2/schema.ts';
+import { monotonicClock } from './batching/batch-timers.ts';
+import { batchShape } from './batching/batch-tensors.ts';
+import type { BatcherClock } from './batching/dynamic-batcher.ts';
+import type { InferBatcher } from './batching/infer-batcher.ts';
+import { readInferControls } from './infer-controls.ts';
 import type { WorkerMetrics } from './worker-metrics.ts';
 import type { WorkerSpec } from './worker-spec.ts';
 
@@ -23,7 +31,10 @@ export interface WorkerState {
   reason: string | null;
   runtime: ModelRuntime | null;
   schema: CompiledSchema | null;
+  /** Queued + running + being read/written infer requests. */
   inflight: number;
+  /** Set with the runtime when the spec turns batching on. */
+  batcher: InferBatcher | null;
 }
 
 const jsonHeaders = { 'content-type': 'application/json' } as const;
@@ -48,7 +59,7 @@ function sendError(
   headers: Record<string, string> = {},
 ): void {
   const extra: Record<string, string> = { ...headers };
-  if (error.retryable && error.status === 503) extra['retry-after'] = '1';
+  if (error.retryable && (error.status === 503 || error.status === 429)) extra['retry-after'] = '1';
   send(response, error.status, JSON.stringify({ error: error.message, code: error.code }), extra);
 }
 
@@ -111,8 +122,10 @@ export function createWorkerServer(
   spec: WorkerSpec,
   state: WorkerState,
   metrics: WorkerMetrics,
+  clock: BatcherClock = monotonicClock,
 ): Server {
   const version = String(spec.version);
+  const series = { endpoint: spec.endpoint, version };
 
   function notReady(): KilnError {
     return kilnError('KILN_MODEL_NOT_READY', {
@@ -139,6 +152,7 @@ export function createWorkerServer(
     echo: Record<string, string>,
   ): Promise<void> {
     const started = process.hrtime.bigint();
+    const arrivalMicros = clock.nowMicros();
     state.inflight += 1;
     metrics.inflight.inc({ endpoint: spec.endpoint });
     let status = 200;
@@ -165,7 +179,73 @@ export function createWorkerServer(
         send(response, errorRegistry[decoded.code].status, body, echo);
         return;
       }
-      const outcome = await runtime.infer(decoded.request);
+      const controls = readInferControls(request.headers, decoded.request, spec.defaultTimeoutMs);
+      if (!controls.ok) {
+        const error = kilnError('KILN_INVALID_INFER_REQUEST', { reason: controls.message });
+        status = error.status;
+        sendError(response, error, echo);
+        return;
+      }
+      const deadlineMicros =
+        controls.timeoutMs === null ? null : arrivalMicros + controls.timeoutMs * 1000;
+      const expired = (): void => {
+        metrics.expired.inc(series);
+        const error = kilnError('KILN_DEADLINE_EXCEEDED', { timeoutMs: controls.timeoutMs ?? 0 });
+        status = error.status;
+        sendError(response, error, echo);
+      };
+      let outcome: InferOutcome;
+      const batcher = state.batcher;
+      if (batcher === null) {
+        // No queue here, but reading the body took time: a request already late is not run.
+        if (deadlineMicros !== null && clock.nowMicros() >= deadlineMicros) return expired();
+        metrics.executions.inc(series);
+        metrics.batchSize.observe(series, decoded.request.inputs[0]?.shape[0] ?? 1);
+        outcome = await runtime.infer(controls.request);
+      } else {
+        const shape = batchShape(controls.request);
+        const gone = new AbortController();
+        const onClose = (): void => {
+          if (!response.writableFinished) gone.abort();
+        };
+        response.once('close', onClose);
+        const queued = batcher.enqueue({
+          key: shape?.key ?? 'alone',
+          rows: shape?.rows ?? 1,
+          alone: shape === null,
+          priority: controls.priority,
+          deadlineMicros,
+          payload: controls.request,
+          signal: gone.signal,
+        });
+        if (!queued.ok) {
+          response.off('close', onClose);
+          metrics.shed.inc(series);
+          const error = kilnError('KILN_QUEUE_FULL', {
+            model: spec.endpoint,
+            queued: batcher.depth,
+          });
+          status = error.status;
+          sendError(response, error, echo);
+          return;
+        }
+        const settled = await queued.done;
+        response.off('close', onClose);
+        switch (settled.kind) {
+          case 'done':
+            metrics.queueWait.observe(series, settled.queuedMicros / 1e6);
+            outcome = settled.value;
+            break;
+          case 'expired':
+            return expired();
+          case 'cancelled':
+            status = 499; // the client went away; nothing to answer
+            return;
+          case 'failed':
+            // The executor threw (a runtime bug): the whole batch fails, like one request would.
+            throw settled.error instanceof Error ? settled.error : new Error(String(settled.error));
+        }
+      }
       if (!outcome.ok) {
         const error =
           outcome.kind === 'invalid_input'

@@ -6,6 +6,7 @@ import type { ModelSchema } from '../core/tensor.ts';
 import type { ModelFormat } from '../registry/formats/artifact-file.ts';
 import type { ManifestFile } from '../registry/manifest.ts';
 import type { RuntimeConfig } from '../runtimes/runtime.ts';
+import type { BatchingConfig } from '../store/serving-records.ts';
 
 export interface WorkerSpec {
   readonly replicaId: string;
@@ -25,10 +26,20 @@ export interface WorkerSpec {
   readonly port: number;
   readonly maxBodyBytes: number;
   readonly config: RuntimeConfig;
+  /** Dynamic batching of infer requests; null = each request runs by itself. */
+  readonly batching: BatchingConfig | null;
+  /** Deadline of a request without a `kiln-timeout-ms` header, in ms; null = none. */
+  readonly defaultTimeoutMs: number | null;
 }
 
 export async function readWorkerSpec(path: string): Promise<WorkerSpec> {
-  return JSON.parse(await readFile(path, 'utf8')) as WorkerSpec;
+  const spec = JSON.parse(await readFile(path, 'utf8')) as Partial<WorkerSpec> & WorkerSpec;
+  // Specs written before batching existed lack the two fields: both mean "off".
+  return {
+    ...spec,
+    batching: spec.batching ?? null,
+    defaultTimeoutMs: spec.defaultTimeoutMs ?? null,
+  };
 }
 
 /**

@@ -27,6 +27,8 @@ test('an infer request reaches a replica with its bytes unchanged and the answer
     'x-request-id': 'req-123',
     traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
     tracestate: 'vendor=abc',
+    'kiln-timeout-ms': '250',
+    'kiln-priority': 'high',
     authorization: 'Bearer not-needed-in-dev',
   });
   assert.equal(reply.status, 200);
@@ -39,6 +41,8 @@ test('an infer request reaches a replica with its bytes unchanged and the answer
   assert.equal(got.headers['x-request-id'], 'req-123');
   assert.equal(got.headers.traceparent, '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01');
   assert.equal(got.headers.tracestate, 'vendor=abc');
+  assert.equal(got.headers['kiln-timeout-ms'], '250', 'the worker batcher reads the deadline');
+  assert.equal(got.headers['kiln-priority'], 'high');
   assert.equal(got.headers.authorization, undefined, 'client credentials stay at the gateway');
   assert.equal(reply.headers.get('x-request-id'), 'req-123');
   assert.equal(

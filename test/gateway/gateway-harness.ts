@@ -147,6 +147,7 @@ export function endpointRoute(
     format: 'onnx',
     schema: testSchema,
     maxBodyBytes: 64 * 1024,
+    maxConcurrency: null,
     ...overrides,
   };
 }
@@ -154,7 +155,11 @@ export function endpointRoute(
 export function snapshot(
   version: number,
   endpoints: readonly EndpointRoute[],
-  extra: { auth?: RoutingSnapshot['auth']; apiKeys?: readonly ApiKeyGrant[] } = {},
+  extra: {
+    auth?: RoutingSnapshot['auth'];
+    apiKeys?: readonly ApiKeyGrant[];
+    teamLimits?: RoutingSnapshot['teamLimits'];
+  } = {},
 ): RoutingSnapshot {
   return {
     version,
@@ -162,6 +167,7 @@ export function snapshot(
     auth: extra.auth ?? 'dev',
     endpoints,
     apiKeys: extra.apiKeys ?? [],
+    teamLimits: extra.teamLimits ?? [],
   };
 }
 

@@ -50,6 +50,7 @@ test('opens in WAL mode with foreign keys and records applied migrations; reopen
   assert.deepEqual(rows, [
     { version: 1, name: 'registry' },
     { version: 2, name: 'endpoints-and-api-keys' },
+    { version: 3, name: 'team-limits' },
   ]);
   db.close();
 });

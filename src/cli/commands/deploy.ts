@@ -1,21 +1,24 @@
 // `kiln deploy MODEL[:VERSION|@ALIAS] --endpoint NAME`: create or update an endpoint (one
 // PUT; the control plane reconciles workers towards it), then, with --wait, poll it until
-// every replica is ready or --timeout-s passes.
+// every replica is ready or --timeout-s passes. Batching flags (--max-batch, --max-delay-us,
+// --preferred-batch, --queue) turn batching on with those settings (the platform fills the
+// rest); --no-batching turns it off; neither leaves the runtime's default.
 //
 //   PUT /api/v1/endpoints/{name} ─► print summary ─► [--wait: GET every 250 ms until ready]
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { integerOption, parseVersionRef, type VersionRef } from '../arguments.ts';
 import {
   graphOptimizationLevels,
+  type BatchingSettings,
   type DeployBody,
   type Endpoint,
   type EndpointConfig,
   type GraphOptimizationLevel,
 } from '../api-types.ts';
 import { withClient } from '../context.ts';
-import { CliError } from '../errors.ts';
+import { CliError, usageError } from '../errors.ts';
 import { apiPath } from '../http-client.ts';
 import { printJson, writeOut } from '../output.ts';
 import { deploySummary, notReadyReason, readinessText } from './endpoints-render.ts';
@@ -28,6 +31,14 @@ export interface DeployOptions {
   readonly interOpThreads?: number;
   readonly graphOpt?: GraphOptimizationLevel;
   readonly maxBodyBytes?: number;
+  readonly maxBatch?: number;
+  readonly maxDelayUs?: number;
+  readonly preferredBatch?: number[];
+  readonly queue?: number;
+  /** false with --no-batching (commander's default for a --no- flag is true). */
+  readonly batching?: boolean;
+  readonly timeoutMs?: number;
+  readonly maxConcurrency?: number;
   readonly wait?: boolean;
   readonly timeoutS: number;
   readonly json?: boolean;
@@ -52,6 +63,29 @@ export function registerDeployCommand(program: Command): void {
       ),
     )
     .option('--max-body-bytes <n>', 'largest accepted request body', integerOption(1))
+    .option(
+      '--max-batch <rows>',
+      'batching: run a batch once it holds this many rows',
+      integerOption(1),
+    )
+    .option(
+      '--max-delay-us <micros>',
+      'batching: longest a request waits for a batch',
+      integerOption(0),
+    )
+    .option('--preferred-batch <sizes>', 'batching: preferred batch sizes, e.g. 8,16', integerList)
+    .option('--queue <n>', 'batching: requests that may wait; beyond it, 429', integerOption(1))
+    .option('--no-batching', 'run each request by itself (default: per runtime)')
+    .option(
+      '--timeout-ms <ms>',
+      'default request deadline (kiln-timeout-ms overrides)',
+      integerOption(1),
+    )
+    .option(
+      '--max-concurrency <n>',
+      'requests in flight per gateway; beyond it, 429',
+      integerOption(1),
+    )
     .option('--wait', 'wait until every replica is ready')
     .option('--timeout-s <seconds>', 'with --wait: give up after this long', integerOption(1), 120)
     .option('--json', 'print the endpoint as JSON')
@@ -93,7 +127,28 @@ export function deployBody(ref: VersionRef, options: Omit<DeployOptions, 'timeou
   if (options.interOpThreads !== undefined) config.interOpThreads = options.interOpThreads;
   if (options.graphOpt !== undefined) config.graphOptimizationLevel = options.graphOpt;
   if (options.maxBodyBytes !== undefined) config.maxBodyBytes = options.maxBodyBytes;
+  const batching: BatchingSettings = {};
+  if (options.maxBatch !== undefined) batching.maxBatchSize = options.maxBatch;
+  if (options.maxDelayUs !== undefined) batching.maxDelayMicros = options.maxDelayUs;
+  if (options.preferredBatch !== undefined) batching.preferredBatchSizes = options.preferredBatch;
+  if (options.queue !== undefined) batching.maxQueue = options.queue;
+  if (options.batching === false) {
+    if (Object.keys(batching).length > 0)
+      throw usageError('--no-batching cannot be combined with batching settings');
+    config.batching = null;
+  } else if (Object.keys(batching).length > 0) config.batching = batching;
+  if (options.timeoutMs !== undefined) config.timeoutMs = options.timeoutMs;
+  if (options.maxConcurrency !== undefined) config.maxConcurrency = options.maxConcurrency;
   return body;
+}
+
+/** `8,16` → [8, 16]: whole numbers of at least 1. */
+export function integerList(text: string): number[] {
+  const parts = text.split(',').map((part) => part.trim());
+  if (parts.some((part) => !/^\d+$/.test(part) || Number(part) < 1)) {
+    throw new InvalidArgumentError('expected whole numbers of at least 1, separated by commas');
+  }
+  return parts.map(Number);
 }
 
 export interface WaitOptions {

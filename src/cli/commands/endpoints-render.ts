@@ -27,7 +27,8 @@ export function endpointDetails(endpoint: Endpoint): string {
     ['version', endpoint.version],
     ['ref', endpoint.ref],
     ['replicas', `${endpoint.replicas} (${status.readyReplicas} ready)`],
-    ['config', inlineMap(endpoint.config)],
+    ['config', inlineMap(configWithoutBatching(endpoint.config))],
+    ['batching', batchingText(endpoint.config.batching)],
     ['url', endpoint.url],
     ['ready', status.ready ? 'yes' : 'no'],
     ['reason', status.reason],
@@ -50,6 +51,23 @@ export function endpointDetails(endpoint: Endpoint): string {
       );
   }
   return text;
+}
+
+function configWithoutBatching(config: Endpoint['config']): object {
+  const { batching: _shownApart, ...rest } = config;
+  return rest;
+}
+
+/** `max 32 rows, wait ≤ 2000 µs, preferred 8/16, queue 256`, `off`, or the runtime's default. */
+export function batchingText(batching: Endpoint['config']['batching']): string {
+  if (batching === undefined) return 'runtime default (onnx on, trees off)';
+  if (batching === null) return 'off';
+  const preferred = batching.preferredBatchSizes ?? [];
+  return (
+    `max ${batching.maxBatchSize} rows, wait ≤ ${batching.maxDelayMicros} µs` +
+    (preferred.length > 0 ? `, preferred ${preferred.join('/')}` : '') +
+    `, queue ${batching.maxQueue}`
+  );
 }
 
 /** `endpoint fraud → fraud-xgb v3 (2 replicas)` and `url: …`. */

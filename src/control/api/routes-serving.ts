@@ -1,4 +1,5 @@
-// /api/v1/endpoints, /api/v1/api-keys and the gateway's routing-snapshot long-poll.
+// /api/v1/endpoints, /api/v1/api-keys, the gateway's routing-snapshot long-poll, and (from
+// routes-team-limits.ts) /api/v1/teams/{team}/limits.
 
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
@@ -7,6 +8,7 @@ import { checkName } from '../../registry/names.ts';
 import type { Store } from '../../store/store.ts';
 import type { DeployRequest, EndpointService } from '../endpoints.ts';
 import type { Reconciler } from '../reconciler.ts';
+import { registerTeamLimitRoutes } from './routes-team-limits.ts';
 
 const shortString = { type: 'string', minLength: 1, maxLength: 256 } as const;
 
@@ -28,6 +30,24 @@ const deployBody = {
         interOpThreads: { type: 'integer', minimum: 0, maximum: 256 },
         graphOptimizationLevel: { type: 'string', enum: ['disabled', 'basic', 'extended', 'all'] },
         maxBodyBytes: { type: 'integer', minimum: 1024, maximum: 1024 ** 3 },
+        // null = off; absent = the runtime's default; missing fields take the ONNX defaults.
+        batching: {
+          type: ['object', 'null'],
+          additionalProperties: false,
+          properties: {
+            maxBatchSize: { type: 'integer', minimum: 1, maximum: 4096 },
+            maxDelayMicros: { type: 'integer', minimum: 0, maximum: 1_000_000 },
+            preferredBatchSizes: {
+              type: 'array',
+              items: { type: 'integer', minimum: 1, maximum: 4096 },
+              maxItems: 16,
+              uniqueItems: true,
+            },
+            maxQueue: { type: 'integer', minimum: 1, maximum: 100_000 },
+          },
+        },
+        timeoutMs: { type: 'integer', minimum: 1, maximum: 3_600_000 },
+        maxConcurrency: { type: 'integer', minimum: 1, maximum: 1_000_000 },
       },
     },
   },
@@ -130,4 +150,6 @@ export function registerServingRoutes(
       return snapshot;
     },
   );
+
+  registerTeamLimitRoutes(app, store, reconciler);
 }

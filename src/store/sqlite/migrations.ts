@@ -113,4 +113,17 @@ export const sqliteMigrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: 'team-limits',
+    sql: `
+      -- per-team token bucket at each gateway: requests_per_second sustained, burst at once
+      CREATE TABLE team_limits (
+        team                TEXT PRIMARY KEY,
+        requests_per_second REAL NOT NULL CHECK (requests_per_second > 0),
+        burst               INTEGER NOT NULL CHECK (burst >= 1),
+        updated_at          TEXT NOT NULL
+      );
+    `,
+  },
 ];

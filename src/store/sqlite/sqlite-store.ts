@@ -21,7 +21,14 @@ import { cursorNumber, cursorString, decodePageToken, pageOf } from '../page-tok
 import { sqliteMigrations, type Migration } from './migrations.ts';
 import { SqliteServingTables, endpointsServing } from './sqlite-serving.ts';
 import { SqliteSigningTables } from './sqlite-signing.ts';
-import type { ApiKeyRecord, EndpointRecord, NewEndpoint } from '../serving-records.ts';
+import { SqliteTeamLimitTables } from './sqlite-team-limits.ts';
+import type {
+  ApiKeyRecord,
+  EndpointRecord,
+  NewEndpoint,
+  NewTeamLimit,
+  TeamLimitRecord,
+} from '../serving-records.ts';
 import {
   toModelVersion,
   versionColumns,
@@ -49,12 +56,14 @@ export class SqliteStore implements Store {
 
   private readonly serving: SqliteServingTables;
   private readonly signing: SqliteSigningTables;
+  private readonly teamLimits: SqliteTeamLimitTables;
 
   private constructor(db: Database.Database, clock: Clock) {
     this.db = db;
     this.clock = clock;
     this.serving = new SqliteServingTables(db, clock);
     this.signing = new SqliteSigningTables(db, clock);
+    this.teamLimits = new SqliteTeamLimitTables(db, clock);
   }
 
   static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
@@ -536,5 +545,17 @@ export class SqliteStore implements Store {
 
   revokeApiKey(id: string): Promise<ApiKeyRecord | null> {
     return this.run(() => this.serving.revokeApiKey(id));
+  }
+
+  setTeamLimit(limit: NewTeamLimit): Promise<TeamLimitRecord> {
+    return this.run(() => this.teamLimits.set(limit));
+  }
+
+  deleteTeamLimit(team: string): Promise<TeamLimitRecord | null> {
+    return this.run(() => this.teamLimits.delete(team));
+  }
+
+  listTeamLimits(): Promise<readonly TeamLimitRecord[]> {
+    return this.run(() => this.teamLimits.list());
   }
 }

@@ -1,0 +1,90 @@
+// How an endpoint's stored config becomes a worker's serving settings, with the per-runtime
+// defaults for what the user left out (pure, so the defaults are testable and in one place).
+//
+//   batching absent  → the runtime's default: trees (xgboost, lightgbm) off — a tree walk is
+//                      fastest unbatched at low load; onnx on, {32 rows, 2 ms, 256 queued}
+//   batching null    → off, whatever the runtime
+//   batching {…}     → as given
+// The rest of the config minus the gateway's and the batcher's fields goes to the runtime.
+// At deploy, completeEndpointConfig fills a partial batching object before it is stored.
+
+import { kilnError } from '../core/errors.ts';
+import type { ModelFormat } from '../registry/formats/artifact-file.ts';
+import type { RuntimeConfig } from '../runtimes/runtime.ts';
+import type { BatchingConfig, EndpointConfig } from '../store/serving-records.ts';
+
+export const onnxDefaultBatching: BatchingConfig = {
+  maxBatchSize: 32,
+  maxDelayMicros: 2000,
+  maxQueue: 256,
+};
+
+export function defaultBatching(format: ModelFormat): BatchingConfig | null {
+  switch (format) {
+    case 'onnx':
+      return onnxDefaultBatching;
+    case 'xgboost':
+    case 'lightgbm':
+    case 'hf-llm':
+    case 'external':
+      return null;
+  }
+}
+
+export interface WorkerServingSettings {
+  readonly config: RuntimeConfig;
+  readonly maxBodyBytes: number | undefined;
+  readonly batching: BatchingConfig | null;
+  readonly defaultTimeoutMs: number | null;
+}
+
+export function workerServingSettings(
+  format: ModelFormat,
+  endpointConfig: EndpointConfig,
+): WorkerServingSettings {
+  const {
+    maxBodyBytes,
+    batching,
+    timeoutMs,
+    maxConcurrency: _gatewayOnly,
+    ...config
+  } = endpointConfig;
+  return {
+    config,
+    maxBodyBytes,
+    batching: batching === undefined ? defaultBatching(format) : batching,
+    defaultTimeoutMs: timeoutMs ?? null,
+  };
+}
+
+/** The config a deploy may send: batching fields may be partial (the rest are defaulted). */
+export type EndpointConfigInput = Omit<EndpointConfig, 'batching'> & {
+  readonly batching?: Partial<BatchingConfig> | null;
+};
+
+/**
+ * The config as stored: a partial batching object completed from the ONNX defaults (so
+ * `--max-batch 8` alone means "batching on, 8 rows"), preferred sizes sorted and checked.
+ * Throws KILN_VALIDATION_FAILED for settings that cannot work together.
+ */
+export function completeEndpointConfig(input: EndpointConfigInput): EndpointConfig {
+  const { batching, ...rest } = input;
+  if (batching === undefined) return rest;
+  if (batching === null) return { ...rest, batching: null };
+  const maxBatchSize = batching.maxBatchSize ?? onnxDefaultBatching.maxBatchSize;
+  const complete: BatchingConfig = {
+    maxBatchSize,
+    maxDelayMicros: batching.maxDelayMicros ?? onnxDefaultBatching.maxDelayMicros,
+    maxQueue: batching.maxQueue ?? onnxDefaultBatching.maxQueue,
+  };
+  const preferred = batching.preferredBatchSizes;
+  if (preferred === undefined || preferred.length === 0) return { ...rest, batching: complete };
+  const tooBig = preferred.filter((size) => size > maxBatchSize);
+  if (tooBig.length > 0) {
+    throw kilnError('KILN_VALIDATION_FAILED', {
+      reason: `preferred batch sizes ${tooBig.join(', ')} exceed maxBatchSize ${maxBatchSize}`,
+    });
+  }
+  const preferredBatchSizes = [...preferred].sort((a, b) => a - b);
+  return { ...rest, batching: { ...complete, preferredBatchSizes } };
+}

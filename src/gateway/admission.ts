@@ -1,0 +1,76 @@
+// Capacity isolation: the limits that decide whether an infer request is let in at all,
+// checked after auth and before any of the body is read, so refusing costs almost nothing.
+//
+//   - one ConcurrencyGate per endpoint: at most `maxConcurrency` requests in flight at this
+//     gateway (429 KILN_ENDPOINT_BUSY beyond), so a flood on one endpoint cannot take the
+//     gateway's (and the workers') capacity from the others;
+//   - one TokenBucket per team: `requestsPerSecond` sustained, `burst` at once (429
+//     KILN_RATE_LIMITED beyond).
+//
+// Both outlive snapshots, like replica state: they are keyed by endpoint and team name and
+// their limits are updated in place, so a new snapshot neither forgets requests in flight
+// nor refills a team's bucket. Route-table entries hold direct references (no lookup per
+// request); a request keeps the gate it entered until it finishes.
+
+import type { RoutingSnapshot } from './routing-snapshot.ts';
+import { TokenBucket } from './token-bucket.ts';
+
+export class ConcurrencyGate {
+  /** Admitted infer requests not yet finished. */
+  inflight = 0;
+
+  constructor(
+    /** null = unlimited. */
+    public limit: number | null,
+  ) {}
+
+  /** At its limit: a new request is refused (429) rather than let in. */
+  isFull(): boolean {
+    return this.limit !== null && this.inflight >= this.limit;
+  }
+
+  enter(): void {
+    this.inflight += 1;
+  }
+
+  leave(): void {
+    this.inflight -= 1;
+  }
+}
+
+export class Admission {
+  private gates = new Map<string, ConcurrencyGate>();
+  private buckets = new Map<string, TokenBucket>();
+
+  /** Brings gates and buckets in line with a snapshot, keeping their state. */
+  sync(snapshot: RoutingSnapshot, nowMs: number): void {
+    const gates = new Map<string, ConcurrencyGate>();
+    for (const endpoint of snapshot.endpoints) {
+      const gate = this.gates.get(endpoint.name) ?? new ConcurrencyGate(null);
+      gate.limit = endpoint.maxConcurrency;
+      gates.set(endpoint.name, gate);
+    }
+    this.gates = gates;
+    const buckets = new Map<string, TokenBucket>();
+    for (const limit of snapshot.teamLimits) {
+      let bucket = this.buckets.get(limit.team);
+      if (bucket === undefined) {
+        bucket = new TokenBucket(limit.requestsPerSecond, limit.burst, nowMs);
+      } else {
+        bucket.setLimits(limit.requestsPerSecond, limit.burst, nowMs);
+      }
+      buckets.set(limit.team, bucket);
+    }
+    this.buckets = buckets;
+  }
+
+  /** The endpoint's gate (an unlimited one for an endpoint the last sync did not list). */
+  gateFor(endpoint: string): ConcurrencyGate {
+    return this.gates.get(endpoint) ?? new ConcurrencyGate(null);
+  }
+
+  /** The team's bucket, or null when the team has no limit. */
+  bucketFor(team: string): TokenBucket | null {
+    return this.buckets.get(team) ?? null;
+  }
+}

@@ -1,0 +1,366 @@
+// A per-model dynamic batcher, in the shape of Triton's: requests wait briefly so that the
+// model runs several at once. Pure apart from the clock, the scheduler and the executor it is
+// given, so tests drive it with a fake clock and see exactly which batches form.
+//
+//   enqueue ──► full? ──yes──► {ok:false, 'queue_full'}            (429 + Retry-After)
+//     │ no           queues: Map<shape key, ShapeQueue>
+//     ▼                ┌──────────────────────────────────────────────┐
+//   ShapeQueue(key) ── │ high:   [h1] ⇄ [h2]            rows, oldest  │ ─┐
+//                      │ normal: [n1] ⇄ [n2] ⇄ [n3]                   │  │ pump(): expire
+//                      └──────────────────────────────────────────────┘  │ past-deadline,
+//   ShapeQueue(key') ── …                                                │ pick a ready queue
+//                                                                        ▼ (batch-policy.ts)
+//   one timer ◄── armed for the earliest of: a deadline, a queue's     executor(batch) — one
+//                 oldest arrival + maxDelayMicros (only while idle)    at a time; the next
+//                                                                      batch forms meanwhile
+//
+// Ownership: an entry is in exactly one place — a queue (entry.list ≠ null), the running
+// batch, or settled. Each request settles exactly once: done | failed (it ran, or its batch
+// threw) | expired (its deadline passed while queued; it is never run) | cancelled (its
+// AbortSignal fired while queued). Shedding is the enqueue's return value, never a settle.
+// pump() runs on every enqueue, cancel, timer and batch completion; it never re-enters.
+
+import { cutRows, isReady, readyAtMicros } from './batch-policy.ts';
+import { RequestList, type ListNode } from './request-list.ts';
+import type { BatchingConfig } from '../../store/serving-records.ts';
+
+export type Priority = 'high' | 'normal';
+
+export interface BatcherClock {
+  /** Microseconds on a monotonic clock. */
+  nowMicros(): number;
+}
+
+export interface TimerHandle {
+  cancel(): void;
+}
+
+export interface BatcherScheduler {
+  /** Calls `run` once, about `delayMicros` from now (never before). */
+  schedule(delayMicros: number, run: () => void): TimerHandle;
+}
+
+export interface BatchRequest<T> {
+  /** Requests are batched only with requests of the same key (see batch-tensors.ts). */
+  readonly key: string;
+  /** Rows this request brings (its first dimension). */
+  readonly rows: number;
+  readonly priority: Priority;
+  /** Absolute, on the batcher's clock; null = no deadline. */
+  readonly deadlineMicros: number | null;
+  readonly payload: T;
+  /** Cannot share a batch (e.g. inputs without a common first dimension): runs by itself. */
+  readonly alone?: boolean;
+  /** Fires when the client goes away; a queued request is then removed. */
+  readonly signal?: AbortSignal;
+}
+
+/** Runs one batch; resolves one result per payload, in order. */
+export type BatchExecutor<T, R> = (payloads: readonly T[], rows: number) => Promise<readonly R[]>;
+
+export type Settled<R> =
+  | { readonly kind: 'done'; readonly value: R; readonly queuedMicros: number }
+  | { readonly kind: 'failed'; readonly error: unknown; readonly queuedMicros: number }
+  | { readonly kind: 'expired'; readonly queuedMicros: number }
+  | { readonly kind: 'cancelled' };
+
+export type EnqueueResult<R> =
+  | { readonly ok: true; readonly done: Promise<Settled<R>> }
+  | { readonly ok: false; readonly reason: 'queue_full' };
+
+export interface BatcherHooks {
+  /** The number of queued (not running) requests changed. */
+  onQueueDepth?(depth: number): void;
+  /** A batch is about to run. */
+  onBatch?(requests: number, rows: number): void;
+}
+
+export interface DynamicBatcherOptions<T, R> {
+  readonly config: BatchingConfig;
+  readonly executor: BatchExecutor<T, R>;
+  readonly clock: BatcherClock;
+  readonly scheduler: BatcherScheduler;
+  readonly hooks?: BatcherHooks;
+}
+
+interface Entry<T, R> extends ListNode<Entry<T, R>> {
+  readonly request: BatchRequest<T>;
+  readonly arrivalMicros: number;
+  readonly queue: ShapeQueue<T, R>;
+  settle: ((outcome: Settled<R>) => void) | null;
+  unlisten: (() => void) | null;
+}
+
+interface ShapeQueue<T, R> {
+  readonly key: string;
+  readonly high: RequestList<Entry<T, R>>;
+  readonly normal: RequestList<Entry<T, R>>;
+  rows: number;
+  /** Queued requests marked `alone`. */
+  aloneCount: number;
+}
+
+export class DynamicBatcher<T, R> {
+  private readonly queues = new Map<string, ShapeQueue<T, R>>();
+  private queued = 0;
+  private running = false;
+  private draining = false;
+  private pumping = false;
+  private pumpAgain = false;
+  private timer: { readonly atMicros: number; readonly handle: TimerHandle } | null = null;
+
+  constructor(private readonly options: DynamicBatcherOptions<T, R>) {}
+
+  /** Requests waiting in queues (not counting the batch that is running). */
+  get depth(): number {
+    return this.queued;
+  }
+
+  /** Whether a batch is executing now. */
+  get busy(): boolean {
+    return this.running;
+  }
+
+  enqueue(request: BatchRequest<T>): EnqueueResult<R> {
+    const now = this.options.clock.nowMicros();
+    if (request.signal?.aborted === true) return settledNow({ kind: 'cancelled' });
+    if (request.deadlineMicros !== null && request.deadlineMicros <= now)
+      return settledNow({ kind: 'expired', queuedMicros: 0 });
+    this.expireDue(now); // expired entries must not hold places a live request could take
+    if (this.queued >= this.options.config.maxQueue) return { ok: false, reason: 'queue_full' };
+
+    let queue = this.queues.get(request.key);
+    if (queue === undefined) {
+      queue = {
+        key: request.key,
+        high: new RequestList(),
+        normal: new RequestList(),
+        rows: 0,
+        aloneCount: 0,
+      };
+      this.queues.set(request.key, queue);
+    }
+    let settle!: (outcome: Settled<R>) => void;
+    const done = new Promise<Settled<R>>((resolve) => (settle = resolve));
+    const entry: Entry<T, R> = {
+      request,
+      arrivalMicros: now,
+      queue,
+      prev: null,
+      next: null,
+      list: null,
+      settle,
+      unlisten: null,
+    };
+    (request.priority === 'high' ? queue.high : queue.normal).push(entry);
+    queue.rows += request.rows;
+    if (request.alone === true) queue.aloneCount += 1;
+    this.queued += 1;
+    const signal = request.signal;
+    if (signal !== undefined) {
+      const onAbort = (): void => this.cancel(entry);
+      signal.addEventListener('abort', onAbort, { once: true });
+      entry.unlisten = () => signal.removeEventListener('abort', onAbort);
+    }
+    this.options.hooks?.onQueueDepth?.(this.queued);
+    this.pump();
+    return { ok: true, done };
+  }
+
+  /** From now on every queued request is ready at once (a stopping worker runs them all). */
+  drain(): void {
+    this.draining = true;
+    this.pump();
+  }
+
+  private cancel(entry: Entry<T, R>): void {
+    if (entry.list === null) return; // already running or settled
+    this.unqueue(entry);
+    this.settle(entry, { kind: 'cancelled' });
+    this.pump();
+  }
+
+  private pump(): void {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.pumpAgain = false;
+        const now = this.options.clock.nowMicros();
+        this.expireDue(now);
+        if (!this.running) {
+          const queue = this.pickReady(now);
+          if (queue !== null) this.dispatch(queue, now);
+        }
+        this.arm(now);
+      } while (this.pumpAgain);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /** Ready queues holding a high-priority request first, then the one waiting longest. */
+  private pickReady(now: number): ShapeQueue<T, R> | null {
+    let best: ShapeQueue<T, R> | null = null;
+    let bestHigh = false;
+    let bestOldest = 0;
+    for (const queue of this.queues.values()) {
+      const state = queueState(queue);
+      if (!isReady(state, this.options.config, now, this.draining)) continue;
+      const high = queue.high.size > 0;
+      if (
+        best === null ||
+        (high && !bestHigh) ||
+        (high === bestHigh && state.oldestArrivalMicros < bestOldest)
+      ) {
+        [best, bestHigh, bestOldest] = [queue, high, state.oldestArrivalMicros];
+      }
+    }
+    return best;
+  }
+
+  private dispatch(queue: ShapeQueue<T, R>, now: number): void {
+    const limit = cutRows(queue.rows, this.options.config);
+    const batch: Entry<T, R>[] = [];
+    let rows = 0;
+    for (const list of [queue.high, queue.normal]) {
+      let entry = list.head;
+      while (entry !== null) {
+        if (batch.length > 0 && (rows + entry.request.rows > limit || entry.request.alone === true))
+          break;
+        batch.push(entry);
+        rows += entry.request.rows;
+        if (entry.request.alone === true) break;
+        entry = entry.next;
+      }
+      if (entry !== null) break; // something did not fit: keep the order, stop here
+    }
+    for (const entry of batch) this.unqueue(entry);
+    this.running = true;
+    this.options.hooks?.onBatch?.(batch.length, rows);
+    let pending: Promise<readonly R[]>;
+    try {
+      pending = this.options.executor(
+        batch.map((e) => e.request.payload),
+        rows,
+      );
+    } catch (error) {
+      pending = Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+    pending
+      .then(
+        (results) => {
+          if (results.length !== batch.length) {
+            const error = new Error(`executor gave ${results.length} results for ${batch.length}`);
+            for (const entry of batch) this.fail(entry, error, now);
+            return;
+          }
+          batch.forEach((entry, i) =>
+            this.settle(entry, {
+              kind: 'done',
+              value: results[i] as R,
+              queuedMicros: now - entry.arrivalMicros,
+            }),
+          );
+        },
+        (error: unknown) => {
+          for (const entry of batch) this.fail(entry, error, now);
+        },
+      )
+      .finally(() => {
+        this.running = false;
+        this.pump();
+      })
+      .catch(() => undefined); // settle and pump never throw; keep the chain unhandled-free
+  }
+
+  private fail(entry: Entry<T, R>, error: unknown, dispatchedMicros: number): void {
+    this.settle(entry, {
+      kind: 'failed',
+      error,
+      queuedMicros: dispatchedMicros - entry.arrivalMicros,
+    });
+  }
+
+  /** Settles every queued request whose deadline is at or before `now`. */
+  private expireDue(now: number): void {
+    for (const queue of this.queues.values()) {
+      for (const list of [queue.high, queue.normal]) {
+        let entry = list.head;
+        while (entry !== null) {
+          const next = entry.next;
+          const deadline = entry.request.deadlineMicros;
+          if (deadline !== null && deadline <= now) {
+            this.unqueue(entry);
+            this.settle(entry, { kind: 'expired', queuedMicros: now - entry.arrivalMicros });
+          }
+          entry = next;
+        }
+      }
+    }
+  }
+
+  /** One timer for the next thing that can happen without an enqueue or a batch finishing. */
+  private arm(now: number): void {
+    let next = Number.POSITIVE_INFINITY;
+    for (const queue of this.queues.values()) {
+      if (!this.running) {
+        const state = queueState(queue);
+        if (!isReady(state, this.options.config, now, this.draining))
+          next = Math.min(next, readyAtMicros(state, this.options.config));
+      }
+      for (const list of [queue.high, queue.normal]) {
+        for (let entry = list.head; entry !== null; entry = entry.next) {
+          const deadline = entry.request.deadlineMicros;
+          if (deadline !== null && deadline < next) next = deadline;
+        }
+      }
+    }
+    if (this.timer !== null && this.timer.atMicros === next) return;
+    this.timer?.handle.cancel();
+    this.timer = null;
+    if (next === Number.POSITIVE_INFINITY) return;
+    const handle = this.options.scheduler.schedule(Math.max(0, next - now), () => {
+      this.timer = null;
+      this.pump();
+    });
+    this.timer = { atMicros: next, handle };
+  }
+
+  private unqueue(entry: Entry<T, R>): void {
+    const queue = entry.queue;
+    entry.list?.remove(entry);
+    queue.rows -= entry.request.rows;
+    if (entry.request.alone === true) queue.aloneCount -= 1;
+    if (queue.high.size === 0 && queue.normal.size === 0) this.queues.delete(queue.key);
+    this.queued -= 1;
+    entry.unlisten?.();
+    entry.unlisten = null;
+    this.options.hooks?.onQueueDepth?.(this.queued);
+  }
+
+  private settle(entry: Entry<T, R>, outcome: Settled<R>): void {
+    const settle = entry.settle;
+    entry.settle = null;
+    settle?.(outcome);
+  }
+}
+
+function queueState<T, R>(
+  queue: ShapeQueue<T, R>,
+): { rows: number; oldestArrivalMicros: number; alone: boolean } {
+  const high = queue.high.head?.arrivalMicros ?? Number.POSITIVE_INFINITY;
+  const normal = queue.normal.head?.arrivalMicros ?? Number.POSITIVE_INFINITY;
+  return {
+    rows: queue.rows,
+    oldestArrivalMicros: Math.min(high, normal),
+    alone: queue.aloneCount > 0,
+  };
+}
+
+function settledNow<R>(outcome: Settled<R>): EnqueueResult<R> {
+  return { ok: true, done: Promise.resolve(outcome) };
+}

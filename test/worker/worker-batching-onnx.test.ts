@@ -1,0 +1,134 @@
+// A real worker (startWorker, in process) serving fixtures/onnx/mlp.onnx with batching on:
+// concurrent requests of 1–3 rows come back with torch's reference outputs (within 1e-4),
+// from fewer model executions than requests.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createReadStream } from 'node:fs';
+import { join } from 'node:path';
+import { ArtifactStore } from '../../src/registry/artifact-store.ts';
+import type { BatchingConfig } from '../../src/store/serving-records.ts';
+import { startWorker, type RunningWorker } from '../../src/worker/start-worker.ts';
+import type { WorkerEvent } from '../../src/worker/worker-spec.ts';
+import { onnxFixtures, readExpected, tolerance } from '../runtimes/onnx/onnx-fixtures.ts';
+import { tempDir } from '../helpers/temp-dir.ts';
+
+const expected = readExpected('mlp');
+const input = expected.inputs[0];
+const output = expected.outputs[0];
+const width = input?.shape[1] ?? 0;
+const outWidth = output?.shape[1] ?? 0;
+const totalRows = input?.shape[0] ?? 0;
+
+async function start(batching: BatchingConfig | null): Promise<RunningWorker> {
+  const home = await tempDir('kiln-worker-batching-');
+  const store = new ArtifactStore(join(home, 'artifacts'));
+  await store.init();
+  const blob = await store.ingest(createReadStream(join(onnxFixtures, 'mlp.onnx')), null, {
+    maxBytes: 1024 ** 3,
+  });
+  const events: WorkerEvent[] = [];
+  const worker = await startWorker(
+    {
+      replicaId: 'mlp-1',
+      endpoint: 'mlp',
+      model: 'mlp',
+      version: 1,
+      format: 'onnx',
+      files: [{ path: 'mlp.onnx', size: blob.size, sha256: blob.sha256 }],
+      schema: null,
+      artifactsRoot: store.root,
+      workDir: join(home, 'replica'),
+      host: '127.0.0.1',
+      port: 0,
+      maxBodyBytes: 1_000_000,
+      config: {},
+      batching,
+      defaultTimeoutMs: null,
+    },
+    (event) => events.push(event),
+  );
+  await worker.loaded;
+  assert.equal(worker.state.phase, 'ready', JSON.stringify(events));
+  return worker;
+}
+
+/** The fixture's rows cut into requests of 1, 2 or 3 rows. */
+function requests(): { first: number; rows: number }[] {
+  const out: { first: number; rows: number }[] = [];
+  for (let first = 0, i = 0; first < totalRows; i++) {
+    const rows = Math.min(1 + (i % 3), totalRows - first);
+    out.push({ first, rows });
+    first += rows;
+  }
+  return out;
+}
+
+async function inferRows(worker: RunningWorker, first: number, rows: number): Promise<number[]> {
+  const data = (input?.data ?? []).slice(first * width, (first + rows) * width);
+  const response = await fetch(`${worker.url}/v2/models/mlp/infer`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      inputs: [{ name: input?.name, datatype: 'FP32', shape: [rows, width], data }],
+    }),
+  });
+  const body = (await response.json()) as { outputs: { shape: number[]; data: number[] }[] };
+  assert.equal(response.status, 200, JSON.stringify(body));
+  assert.deepEqual(body.outputs[0]?.shape, [rows, outWidth]);
+  return body.outputs[0]?.data ?? [];
+}
+
+function checkRows(actual: number[], first: number, rows: number): void {
+  const reference = (output?.data ?? []).slice(first * outWidth, (first + rows) * outWidth);
+  assert.equal(actual.length, reference.length);
+  actual.forEach((value, i) =>
+    assert.ok(Math.abs(value - Number(reference[i])) <= tolerance, `row ${first}: ${value}`),
+  );
+}
+
+async function counter(worker: RunningWorker, name: string): Promise<number> {
+  const text = await (await fetch(`${worker.url}/metrics`)).text();
+  let total = 0;
+  for (const line of text.split('\n'))
+    if (line.startsWith(`${name}{`)) total += Number(line.split(' ').at(-1));
+  return total;
+}
+
+void test('batched concurrent requests give the reference outputs from fewer executions', async (t) => {
+  // One batch of exactly all the rows: it leaves when full, whatever the arrival order.
+  const worker = await start({ maxBatchSize: totalRows, maxDelayMicros: 60_000_000, maxQueue: 64 });
+  t.after(() => worker.close());
+  const plan = requests();
+  const results = await Promise.all(plan.map(({ first, rows }) => inferRows(worker, first, rows)));
+  plan.forEach(({ first, rows }, i) => checkRows(results[i] ?? [], first, rows));
+  const executions = await counter(worker, 'kiln_worker_batch_executions_total');
+  const served = await counter(worker, 'kiln_worker_requests_total');
+  assert.equal(served, plan.length);
+  assert.equal(executions, 1);
+  assert.ok(executions < served);
+  const text = await (await fetch(`${worker.url}/metrics`)).text();
+  assert.match(text, new RegExp(`kiln_worker_batch_size_sum\\{[^}]*\\} ${totalRows}`));
+});
+
+void test('unbatched, the same requests give the same outputs, one execution each', async (t) => {
+  const worker = await start(null);
+  t.after(() => worker.close());
+  const plan = requests();
+  const results = await Promise.all(plan.map(({ first, rows }) => inferRows(worker, first, rows)));
+  plan.forEach(({ first, rows }, i) => checkRows(results[i] ?? [], first, rows));
+  assert.equal(await counter(worker, 'kiln_worker_batch_executions_total'), plan.length);
+});
+
+void test('close() drains: requests queued in the batcher are run and answered', async () => {
+  const worker = await start({ maxBatchSize: 64, maxDelayMicros: 60_000_000, maxQueue: 64 });
+  const pending = inferRows(worker, 0, 2);
+  for (let turn = 0; turn < 200_000 && worker.state.inflight === 0; turn++)
+    await new Promise((resolve) => setImmediate(resolve));
+  for (let turn = 0; turn < 200_000 && (worker.state.batcher?.depth ?? 0) === 0; turn++)
+    await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(worker.state.batcher?.depth, 1);
+  const closed = worker.close();
+  checkRows(await pending, 0, 2);
+  await closed;
+});
