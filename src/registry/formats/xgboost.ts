@@ -13,12 +13,11 @@
 import type { ArtifactFile, FormatCheck } from './artifact-file.ts';
 import { readWholeFile } from './read-whole-file.ts';
 import { decodeXgboostDocument } from './xgboost-document.ts';
+import { count, field, ModelError, numbers, object, text } from './xgboost-fields.ts';
 
 /** Whole-file parse limit: JSON.parse needs the text as one string. */
 const maxModelBytes = 256 << 20;
 const maxFeatureNamesInInfo = 1000;
-
-class XgboostError extends Error {}
 
 export async function validateXgboost(files: readonly ArtifactFile[]): Promise<FormatCheck> {
   const candidates = files.filter((file) => /\.(json|ubj)$/i.test(file.path));
@@ -42,7 +41,7 @@ export async function validateXgboost(files: readonly ArtifactFile[]): Promise<F
   try {
     return { ok: true, info: checkModel(root.value) };
   } catch (error) {
-    if (!(error instanceof XgboostError)) throw error;
+    if (!(error instanceof ModelError)) throw error;
     return {
       ok: false,
       reason: `${file.path}: not an XGBoost model: ${error.message}`,
@@ -52,18 +51,14 @@ export async function validateXgboost(files: readonly ArtifactFile[]): Promise<F
 }
 
 function checkModel(root: unknown): Record<string, unknown> {
-  const learner = object(root, 'learner');
-  const version = numberArray(field(root, 'version'), 'version');
-  if (version.length < 2) throw new XgboostError('version must list major, minor and patch');
-  const booster = string(
-    field(learner, 'gradient_booster'),
-    'name',
-    'learner.gradient_booster.name',
-  );
-  const objective = string(field(learner, 'objective'), 'name', 'learner.objective.name');
+  const learner = object(root, 'learner', 'learner');
+  const version = numbers(field(root, 'version'), 'version');
+  if (version.length < 2) throw new ModelError('version must list major, minor and patch');
+  const booster = text(field(learner, 'gradient_booster'), 'name', 'learner.gradient_booster.name');
+  const objective = text(field(learner, 'objective'), 'name', 'learner.objective.name');
   const params = object(learner, 'learner_model_param', 'learner.learner_model_param');
-  const numFeature = count(params, 'num_feature');
-  const numClass = count(params, 'num_class');
+  const numFeature = count(params, 'num_feature', 'learner.learner_model_param.num_feature');
+  const numClass = count(params, 'num_class', 'learner.learner_model_param.num_class');
   const baseScore = parseBaseScore(field(params, 'base_score'));
 
   let numTrees: number;
@@ -84,12 +79,12 @@ function checkModel(root: unknown): Record<string, unknown> {
       if (
         arrayLength(field(field(field(learner, 'gradient_booster'), 'model'), 'weights')) === null
       ) {
-        throw new XgboostError('learner.gradient_booster.model.weights is missing');
+        throw new ModelError('learner.gradient_booster.model.weights is missing');
       }
       numTrees = 0;
       break;
     default:
-      throw new XgboostError(`unknown booster '${booster}' (expected gbtree, dart or gblinear)`);
+      throw new ModelError(`unknown booster '${booster}' (expected gbtree, dart or gblinear)`);
   }
 
   const info: Record<string, unknown> = {
@@ -104,10 +99,10 @@ function checkModel(root: unknown): Record<string, unknown> {
   const names = field(learner, 'feature_names');
   if (Array.isArray(names) && names.length > 0) {
     if (!names.every((name) => typeof name === 'string')) {
-      throw new XgboostError('learner.feature_names must be strings');
+      throw new ModelError('learner.feature_names must be strings');
     }
     if (names.length !== numFeature) {
-      throw new XgboostError(
+      throw new ModelError(
         `learner.feature_names has ${names.length} names but num_feature is ${numFeature}`,
       );
     }
@@ -124,38 +119,38 @@ function checkTrees(model: unknown, numFeature: number, where: string): number {
     `${where}.gbtree_model_param.num_trees`,
   );
   const trees = field(model, 'trees');
-  if (!Array.isArray(trees)) throw new XgboostError(`${where}.trees is missing`);
+  if (!Array.isArray(trees)) throw new ModelError(`${where}.trees is missing`);
   if (trees.length !== declared) {
-    throw new XgboostError(`num_trees says ${declared} but ${where}.trees holds ${trees.length}`);
+    throw new ModelError(`num_trees says ${declared} but ${where}.trees holds ${trees.length}`);
   }
   const treeInfo = arrayLength(field(model, 'tree_info'));
   if (treeInfo !== null && treeInfo !== declared) {
-    throw new XgboostError(`${where}.tree_info has ${treeInfo} entries for ${declared} trees`);
+    throw new ModelError(`${where}.tree_info has ${treeInfo} entries for ${declared} trees`);
   }
   trees.forEach((tree: unknown, index) => {
     const at = `tree ${index}`;
     const numNodes = count(field(tree, 'tree_param'), 'num_nodes', `${at} tree_param.num_nodes`);
-    const left = numberArray(field(tree, 'left_children'), `${at} left_children`);
-    const right = numberArray(field(tree, 'right_children'), `${at} right_children`);
-    const splits = numberArray(field(tree, 'split_indices'), `${at} split_indices`);
+    const left = numbers(field(tree, 'left_children'), `${at} left_children`);
+    const right = numbers(field(tree, 'right_children'), `${at} right_children`);
+    const splits = numbers(field(tree, 'split_indices'), `${at} split_indices`);
     for (const [name, list] of [
       ['left_children', left],
       ['right_children', right],
       ['split_indices', splits],
     ] as const) {
       if (list.length !== numNodes) {
-        throw new XgboostError(`${at} has ${list.length} ${name} for ${numNodes} nodes`);
+        throw new ModelError(`${at} has ${list.length} ${name} for ${numNodes} nodes`);
       }
     }
     for (let node = 0; node < numNodes; node += 1) {
       const l = left[node] ?? -1;
       const r = right[node] ?? -1;
       if (l < -1 || l >= numNodes || r < -1 || r >= numNodes || (l === -1) !== (r === -1)) {
-        throw new XgboostError(`${at} node ${node} has invalid children ${l} and ${r}`);
+        throw new ModelError(`${at} node ${node} has invalid children ${l} and ${r}`);
       }
       const feature = splits[node] ?? 0;
       if (l !== -1 && (feature < 0 || feature >= numFeature)) {
-        throw new XgboostError(
+        throw new ModelError(
           `${at} node ${node} splits on feature ${feature}, but num_feature is ${numFeature}`,
         );
       }
@@ -167,55 +162,14 @@ function checkTrees(model: unknown, numFeature: number, where: string): number {
 /** "5E-1" (XGBoost 1.x/2.x) or "[5E-1]" / "[1E-1,2E-1]" (3.x, one per target). */
 function parseBaseScore(value: unknown): number | number[] {
   if (typeof value !== 'string')
-    throw new XgboostError('learner.learner_model_param.base_score is missing');
+    throw new ModelError('learner.learner_model_param.base_score is missing');
   const text = value.trim();
   const parts = (text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text).split(',');
   const numbers = parts.map((part) => (part.trim() === '' ? Number.NaN : Number(part)));
   if (numbers.some((n) => !Number.isFinite(n))) {
-    throw new XgboostError(`learner.learner_model_param.base_score '${value}' is not a number`);
+    throw new ModelError(`learner.learner_model_param.base_score '${value}' is not a number`);
   }
   return numbers.length === 1 ? (numbers[0] ?? 0) : numbers;
-}
-
-function field(value: unknown, key: string): unknown {
-  if (
-    typeof value !== 'object' ||
-    value === null ||
-    Array.isArray(value) ||
-    ArrayBuffer.isView(value)
-  ) {
-    return undefined;
-  }
-  return Object.hasOwn(value, key) ? (value as Record<string, unknown>)[key] : undefined;
-}
-
-function object(parent: unknown, key: string, label = key): Record<string, unknown> {
-  const value = field(parent, key);
-  if (
-    typeof value !== 'object' ||
-    value === null ||
-    Array.isArray(value) ||
-    ArrayBuffer.isView(value)
-  ) {
-    throw new XgboostError(`${label} is missing or not an object`);
-  }
-  return value as Record<string, unknown>;
-}
-
-function string(parent: unknown, key: string, label: string): string {
-  const value = field(parent, key);
-  if (typeof value !== 'string' || value === '') throw new XgboostError(`${label} is missing`);
-  return value;
-}
-
-/** A non-negative integer stored as a string (XGBoost's params) or a number. */
-function count(parent: unknown, key: string, label = `learner.learner_model_param.${key}`): number {
-  const value = field(parent, key);
-  const number = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
-  if (typeof number !== 'number' || !Number.isSafeInteger(number) || number < 0) {
-    throw new XgboostError(`${label} is missing or not a non-negative integer`);
-  }
-  return number;
 }
 
 function arrayLength(value: unknown): number | null {
@@ -223,15 +177,4 @@ function arrayLength(value: unknown): number | null {
   if (ArrayBuffer.isView(value) && !(value instanceof DataView))
     return (value as unknown as ArrayLike<unknown>).length;
   return null;
-}
-
-/** A JSON number array or a UBJSON typed array, as plain numbers. */
-function numberArray(value: unknown, label: string): ArrayLike<number> {
-  if (value instanceof BigInt64Array) return Array.from(value, Number);
-  if (ArrayBuffer.isView(value) && !(value instanceof DataView))
-    return value as unknown as ArrayLike<number>;
-  if (Array.isArray(value) && value.every((item): item is number => typeof item === 'number')) {
-    return value;
-  }
-  throw new XgboostError(`${label} is missing or not a list of numbers`);
 }

@@ -22,7 +22,7 @@ import {
   object,
   optionalNumbers,
   text,
-} from './document-fields.ts';
+} from '../../registry/formats/xgboost-fields.ts';
 import type { OutputTransform } from './output-transform.ts';
 import { EnsembleBuilder, nodeKind, type NodeSpec } from './tree-ensemble.ts';
 import { TreePredictor, type PredictorOptions, type TreeLoadResult } from './tree-predictor.ts';

@@ -1,4 +1,5 @@
-// Typed reads from a decoded XGBoost document (JSON values or UBJSON typed arrays). Each read
+// Typed reads from a decoded XGBoost document (JSON values or UBJSON typed arrays), shared by
+// the registration check (xgboost.ts) and the tree runtime's loader. Each read
 // throws ModelError with the field's path; the loader turns that into `{ ok: false }`.
 
 export class ModelError extends Error {}
