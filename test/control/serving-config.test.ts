@@ -15,7 +15,7 @@ const fixtures = new URL('../../fixtures/registry/', import.meta.url).pathname;
 
 void test('per-runtime defaults: onnx batches, trees do not; null is off; given is kept', () => {
   assert.deepEqual(workerServingSettings('onnx', {}).batching, onnxDefaultBatching);
-  assert.deepEqual(onnxDefaultBatching, { maxBatchSize: 32, maxDelayMicros: 2000, maxQueue: 256 });
+  assert.deepEqual(onnxDefaultBatching, { maxBatchSize: 32, maxDelayMicros: 0, maxQueue: 256 });
   assert.equal(workerServingSettings('xgboost', {}).batching, null);
   assert.equal(workerServingSettings('lightgbm', {}).batching, null);
   assert.equal(workerServingSettings('onnx', { batching: null }).batching, null);
@@ -41,7 +41,7 @@ void test('the runtime gets only runtime settings; the deadline and body limit g
 
 void test('a partial batching config is completed; preferred sizes sorted and checked', () => {
   assert.deepEqual(completeEndpointConfig({ batching: { maxBatchSize: 8 } }), {
-    batching: { maxBatchSize: 8, maxDelayMicros: 2000, maxQueue: 256 },
+    batching: { maxBatchSize: 8, maxDelayMicros: 0, maxQueue: 256 },
   });
   assert.deepEqual(
     completeEndpointConfig({ batching: { maxBatchSize: 16, preferredBatchSizes: [16, 4] } })
@@ -75,7 +75,7 @@ void test('PUT /api/v1/endpoints accepts and stores the serving fields, within b
   });
   assert.equal(stored.status, 201, JSON.stringify(stored.body));
   assert.deepEqual((stored.body as { config: unknown }).config, {
-    batching: { maxBatchSize: 16, maxDelayMicros: 2000, maxQueue: 256, preferredBatchSizes: [8] },
+    batching: { maxBatchSize: 16, maxDelayMicros: 0, maxQueue: 256, preferredBatchSizes: [8] },
     timeoutMs: 250,
     maxConcurrency: 100,
   });
