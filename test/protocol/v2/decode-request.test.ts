@@ -7,41 +7,12 @@ import {
   decodeInferRequest,
   parseInferRequest,
 } from '../../../src/protocol/v2/decode-request.ts';
-import type { DecodedInferRequest } from '../../../src/protocol/v2/decode-request.ts';
-
-function input(datatype: string, shape: unknown, data: unknown, extra: object = {}): object {
-  return { name: 'x', datatype, shape, data, ...extra };
-}
+import { decoded, one, oneText, refusal } from './request-helpers.ts';
 
 /** Decodes a JSON text (no schema); asserts success; returns the first input's data. */
 function decodeData(text: string): TensorData {
   return decoded(text).inputs[0]?.data ?? [];
 }
-
-function decoded(text: string): DecodedInferRequest {
-  const result = parseInferRequest(text, null);
-  assert.ok(result.ok, result.ok ? '' : result.message);
-  return result.request;
-}
-
-/** The message for a body (object or text); checks the validate-only path agrees. */
-function refusal(body: object | string, code?: string): string {
-  const result =
-    typeof body === 'string' ? parseInferRequest(body, null) : decodeInferRequest(body, null);
-  assert.equal(result.ok, false, `expected a refusal for ${JSON.stringify(body)}`);
-  const check =
-    typeof body === 'string' ? checkInferRequestText(body, null) : checkInferRequest(body, null);
-  assert.deepEqual(check, result, 'checkInferRequest agrees with decodeInferRequest');
-  if (result.ok) return '';
-  if (code !== undefined) assert.equal(result.code, code);
-  return result.message;
-}
-
-const one = (datatype: string, shape: unknown, data: unknown): object => ({
-  inputs: [input(datatype, shape, data)],
-});
-const oneText = (datatype: string, shape: string, data: string): string =>
-  `{"inputs":[{"name":"x","datatype":"${datatype}","shape":${shape},"data":${data}}]}`;
 
 test('flat and nested data decode to the same row-major typed array', () => {
   const flat = decodeData(oneText('FP32', '[2,3]', '[1,2,3,4,5,6]'));
