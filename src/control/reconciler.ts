@@ -7,6 +7,7 @@
 //   replica events (backend) ────┘         │
 //                                          └─► RoutingTable.publish (ready replicas only)
 
+import { channelPath } from '../protocol/channel/frames.ts';
 import { KilnError } from '../core/errors.ts';
 import type { Clock } from '../core/clock.ts';
 import type { ModelSchema } from '../core/tensor.ts';
@@ -345,7 +346,13 @@ export class Reconciler {
       schema: this.declaredSchemas.get(key) ?? this.reportedSchemas.get(key) ?? null,
       maxBodyBytes: endpoint.config.maxBodyBytes ?? defaultMaxBodyBytes,
       maxConcurrency: endpoint.config.maxConcurrency ?? null,
-      replicas: serving.map((r) => ({ id: r.id, url: r.url ?? '', version: r.version })),
+      // Every replica a backend starts is a Kiln worker, so it offers the channel.
+      replicas: serving.map((r) => ({
+        id: r.id,
+        url: r.url ?? '',
+        version: r.version,
+        channel: channelPath,
+      })),
     };
   }
 

@@ -33,6 +33,7 @@ import type { EndpointSeries } from './metrics.ts';
 import { pickReplica } from './replica-picker.ts';
 import type { ReplicaState } from './replica-set.ts';
 import { checkInferBody } from './request-check.ts';
+import type { ChannelRequester } from './channel-client.ts';
 import type { EndpointEntry } from './route-table.ts';
 import { classifyUpstreamError } from './upstream-errors.ts';
 import { sendV2Error, sendV2Message, type HeaderList } from './v2-reply.ts';
@@ -64,7 +65,7 @@ const skippedResponseHeaders = new Set([
 /** Largest answer held back to be sent in one write, in bytes. */
 const maxHeldResponseBytes = 256 * 1024;
 
-export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler {
+export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler, ChannelRequester {
   private chunks: Buffer[] = [];
   private receivedBytes = 0;
   private body: Buffer | null = null;
@@ -73,6 +74,8 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
   /** The replica the current attempt went to (null between attempts). */
   private replica: ReplicaState | null = null;
   private controller: Dispatcher.DispatchController | null = null;
+  /** The frame id of the current attempt on a worker channel (0: none). */
+  private channelId = 0;
   private retried = false;
   private responseStarted = false;
   /** Response headers and body held back to go out in one write (null: streaming). */
@@ -186,6 +189,19 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     replica.outstanding += 1;
     this.replica = replica;
     this.controller = null;
+    const channel = replica.channel;
+    if (channel !== null && this.method === 'POST' && this.body !== null) {
+      const headers = this.req.headers;
+      const timeout = headers['kiln-timeout-ms'];
+      const priority = headers['kiln-priority'];
+      this.channelId = channel.send(
+        this,
+        this.body,
+        typeof timeout === 'string' ? timeout : undefined,
+        typeof priority === 'string' ? priority : undefined,
+      );
+      return;
+    }
     try {
       replica.pool.dispatch(
         {
@@ -276,6 +292,34 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     this.finish(this.status);
   }
 
+  // --- upstream on a worker channel ---------------------------------------------------
+
+  onChannelReply(status: number, retryAfter: string | null, body: Buffer): void {
+    const replica = this.releaseReplica();
+    this.channelId = 0;
+    if (this.done || replica === null) return;
+    const headers = this.ownHeaders();
+    headers.push(
+      'content-type',
+      'application/json',
+      'content-length',
+      String(body.length),
+      'kiln-model-version',
+      replica.versionText,
+      'kiln-replica',
+      replica.id,
+    );
+    if (retryAfter !== null) headers.push('retry-after', retryAfter);
+    this.res.writeHead(status, headers);
+    this.res.end(body);
+    this.finish(status);
+  }
+
+  onChannelError(error: Error): void {
+    this.channelId = 0;
+    this.onResponseError(null, error);
+  }
+
   onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
     const replica = this.releaseReplica();
     if (this.done) return;
@@ -326,6 +370,12 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     // The client went away before its answer (499, nginx's "client closed request").
     // Finish first: aborting calls onResponseError at once, which must find us done.
     this.finish(499);
+    if (this.channelId !== 0) {
+      const replica = this.releaseReplica();
+      replica?.channel?.cancel(this.channelId);
+      this.channelId = 0;
+      return;
+    }
     this.controller?.abort(new Error('the client went away'));
   }
 

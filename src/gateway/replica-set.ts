@@ -6,6 +6,8 @@
 
 import { Pool } from 'undici';
 import type { ReplicaLoad } from './replica-picker.ts';
+import { performance } from 'node:perf_hooks';
+import { ChannelClient } from './channel-client.ts';
 import type { ReplicaRoute, RoutingSnapshot } from './routing-snapshot.ts';
 
 export class ReplicaState implements ReplicaLoad {
@@ -20,6 +22,8 @@ export class ReplicaState implements ReplicaLoad {
     readonly url: string,
     readonly version: number,
     readonly pool: Pool,
+    /** Infer requests go here when set (a Kiln worker); else through `pool`. */
+    readonly channel: ChannelClient | null,
   ) {
     this.versionText = String(version);
     this.pathPrefix = new URL(url).pathname.replace(/\/+$/, '');
@@ -29,10 +33,14 @@ export class ReplicaState implements ReplicaLoad {
 export interface ReplicaSetOptions {
   /** Per-request upstream limit: no response headers, or a body stall, this long → 504. */
   readonly upstreamTimeoutMs: number;
+  /** Send infer requests on worker channels where replicas offer one (default: yes). */
+  readonly useChannels?: boolean;
 }
 
 export class ReplicaSet {
   private readonly pools = new Map<string, Pool>();
+  /** Worker channels by replica key. */
+  private readonly channels = new Map<string, ChannelClient>();
   private replicas = new Map<string, ReplicaState>();
 
   constructor(private readonly options: ReplicaSetOptions) {}
@@ -50,7 +58,13 @@ export class ReplicaSet {
         const key = replicaKey(route);
         let state = next.get(key) ?? this.replicas.get(key);
         if (state === undefined || state.version !== route.version) {
-          state = new ReplicaState(route.id, route.url, route.version, this.poolFor(route.url));
+          state = new ReplicaState(
+            route.id,
+            route.url,
+            route.version,
+            this.poolFor(route.url),
+            this.channelFor(route),
+          );
         }
         next.set(key, state);
         list.push(state);
@@ -60,6 +74,12 @@ export class ReplicaSet {
     this.replicas = next;
     const liveUrls = new Set<string>();
     for (const state of next.values()) liveUrls.add(state.url);
+    for (const [key, channel] of this.channels) {
+      if (next.get(key)?.channel !== channel) {
+        this.channels.delete(key);
+        channel.close(); // requests already sent finish first
+      }
+    }
     for (const [url, pool] of this.pools) {
       if (!liveUrls.has(url)) {
         this.pools.delete(url);
@@ -70,10 +90,25 @@ export class ReplicaSet {
   }
 
   async close(): Promise<void> {
+    for (const channel of this.channels.values()) channel.destroy();
+    this.channels.clear();
     const pools = [...this.pools.values()];
     this.pools.clear();
     this.replicas.clear();
     await Promise.all(pools.map((pool) => pool.close().catch(ignore)));
+  }
+
+  private channelFor(route: ReplicaRoute): ChannelClient | null {
+    if (route.channel === undefined || !this.options.useChannels) return null;
+    const key = replicaKey(route);
+    let channel = this.channels.get(key);
+    if (channel === undefined) {
+      channel = new ChannelClient(route.url, route.channel, this.options.upstreamTimeoutMs, () =>
+        performance.now(),
+      );
+      this.channels.set(key, channel);
+    }
+    return channel;
   }
 
   private poolFor(url: string): Pool {

@@ -44,6 +44,11 @@ export interface ReplicaRoute {
   /** Base URL of the worker, e.g. http://127.0.0.1:40123 (loopback only). */
   readonly url: string;
   readonly version: number;
+  /**
+   * Path of the worker channel (an HTTP Upgrade on `url`) when the replica is a Kiln worker;
+   * infer requests then travel as frames on it. Absent: plain v2 HTTP.
+   */
+  readonly channel?: string;
 }
 
 export interface ApiKeyGrant {

@@ -70,6 +70,11 @@ function endpointReason(value: unknown, index: number): string | null {
     }
     if (!isCount(replica.version)) return `${where}.replicas[${replica.id}].version is bad`;
     if (!URL.canParse(replica.url)) return `${where}.replicas[${replica.id}].url is not a URL`;
+    if (
+      replica.channel !== undefined &&
+      !(isString(replica.channel) && replica.channel.startsWith('/'))
+    )
+      return `${where}.replicas[${replica.id}].channel is not a path`;
   }
   return null;
 }

@@ -33,6 +33,12 @@ export interface GatewayOptions {
   readonly snapshotSource?: 'control-plane' | 'manual';
   /** Upstream limit per request (no response headers / body stall), ms. Default 30 000. */
   readonly upstreamTimeoutMs?: number;
+  /**
+   * Infer requests to Kiln workers travel on the worker channel (one multiplexed connection
+   * per replica) rather than one HTTP exchange each. Default: on, unless
+   * KILN_WORKER_CHANNEL=0.
+   */
+  readonly workerChannels?: boolean;
   /** How long a replica whose connection failed is skipped, ms. Default 5 000. */
   readonly ejectMs?: number;
   /** Long-poll hold asked of the control plane, ms. Default 25 000. */
@@ -58,7 +64,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const log = createGatewayLog(options.logger ?? false);
   const upstreamTimeoutMs = options.upstreamTimeoutMs ?? 30_000;
   const metrics = new GatewayMetrics();
-  const replicas = new ReplicaSet({ upstreamTimeoutMs });
+  // KILN_WORKER_CHANNEL=0 sends infer requests to workers as plain HTTP (to compare, or to
+  // rule the channel out while debugging).
+  const useChannels = options.workerChannels ?? process.env.KILN_WORKER_CHANNEL !== '0';
+  const replicas = new ReplicaSet({ upstreamTimeoutMs, useChannels });
   const admission = new Admission();
   const state: GatewayState = {
     table: null,

@@ -38,9 +38,11 @@ export function classifyUpstreamError(error: Error): UpstreamFailure {
     case 'UND_ERR_SOCKET': // "other side closed"
     case 'UND_ERR_CLOSED':
     case 'UND_ERR_DESTROYED':
+    case 'CHANNEL_CLOSED': // channel-client.ts: the worker's channel went away
       return reset;
     case 'UND_ERR_HEADERS_TIMEOUT':
     case 'UND_ERR_BODY_TIMEOUT':
+    case 'CHANNEL_TIMEOUT':
       return timeout;
     default:
       return other;

@@ -17,6 +17,7 @@ import { loadRuntime } from '../runtimes/load-runtime.ts';
 import { compileSchema } from '../protocol/v2/schema.ts';
 import { createInferBatcher } from './batching/infer-batcher.ts';
 import { WorkerMetrics } from './worker-metrics.ts';
+import { closeChannels } from './worker-channel.ts';
 import { createWorkerServer, type WorkerState } from './worker-server.ts';
 import type { WorkerEvent, WorkerSpec } from './worker-spec.ts';
 
@@ -121,6 +122,7 @@ export async function startWorker(
       while (state.inflight > 0 && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 10));
       server.closeAllConnections();
+      closeChannels(server);
       await closed;
       await loaded;
       await state.runtime?.unload();

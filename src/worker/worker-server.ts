@@ -8,7 +8,14 @@
 // A request counts in `state.inflight` from arrival to response, queued time included, so a
 // draining worker waits for everything it accepted.
 
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import type { Socket } from 'node:net';
 import { errorRegistry, kilnError, type KilnError } from '../core/errors.ts';
 import { kilnVersion } from '../core/version.ts';
 import type { InferOutcome, ModelRuntime } from '../runtimes/runtime.ts';
@@ -21,6 +28,7 @@ import type { BatcherClock } from './batching/dynamic-batcher.ts';
 import type { InferBatcher } from './batching/infer-batcher.ts';
 import { readInferControls } from './infer-controls.ts';
 import type { WorkerMetrics } from './worker-metrics.ts';
+import { acceptChannel } from './worker-channel.ts';
 import type { WorkerSpec } from './worker-spec.ts';
 
 export type WorkerPhase = 'loading' | 'ready' | 'failed' | 'draining';
@@ -61,6 +69,35 @@ function sendError(
   const extra: Record<string, string> = { ...headers };
   if (error.retryable && (error.status === 503 || error.status === 429)) extra['retry-after'] = '1';
   send(response, error.status, JSON.stringify({ error: error.message, code: error.code }), extra);
+}
+
+/** What an infer request comes to, whichever way it arrived. */
+export interface WorkerReply {
+  readonly status: number;
+  /** The v2 JSON body ('' for 499: nobody is listening). */
+  readonly body: string;
+  readonly retryAfter: string | null;
+}
+
+/** Registers `abort` to run if the requester goes away; returns the undo. */
+export type CancelWatch = (abort: () => void) => () => void;
+
+function sendReply(
+  response: ServerResponse,
+  reply: WorkerReply,
+  echo: Record<string, string>,
+): void {
+  const headers = reply.retryAfter === null ? echo : { ...echo, 'retry-after': reply.retryAfter };
+  send(response, reply.status, reply.body, headers);
+}
+
+function errorReply(error: KilnError): WorkerReply {
+  const retryAfter = error.retryable && (error.status === 503 || error.status === 429) ? '1' : null;
+  return {
+    status: error.status,
+    body: JSON.stringify({ error: error.message, code: error.code }),
+    retryAfter,
+  };
 }
 
 /** Reads the whole body, refusing more than `limit` bytes. Resolves null after replying 413. */
@@ -146,53 +183,47 @@ export function createWorkerServer(
     });
   }
 
-  async function infer(
-    request: IncomingMessage,
-    response: ServerResponse,
-    echo: Record<string, string>,
-  ): Promise<void> {
+  /**
+   * One infer request, from its body to its answer; the HTTP route and the gateway's channel
+   * (worker-channel.ts) both call it. `watch` registers what to do if the requester goes
+   * away while the request waits in the batcher, and returns the undo.
+   */
+  async function runInfer(
+    body: Buffer,
+    headers: IncomingHttpHeaders,
+    watch: CancelWatch | null,
+  ): Promise<WorkerReply> {
     const started = process.hrtime.bigint();
     const arrivalMicros = clock.nowMicros();
     state.inflight += 1;
     metrics.inflight.inc({ endpoint: spec.endpoint });
     let status = 200;
+    const fail = (error: KilnError): WorkerReply => {
+      status = error.status;
+      return errorReply(error);
+    };
     try {
       const runtime = state.runtime;
-      if (state.phase !== 'ready' || runtime === null) {
-        const error = notReady();
-        status = error.status;
-        request.resume();
-        sendError(response, error, echo);
-        return;
-      }
-      const body = await readBody(request, response, spec.maxBodyBytes);
-      if (body === null) {
-        status = 413;
-        return;
-      }
+      if (state.phase !== 'ready' || runtime === null) return fail(notReady());
       // The same checks the gateway ran, now decoding into typed arrays (exact INT64 too).
       const decoded = parseInferRequest(body, state.schema);
       if (!decoded.ok) {
         status = 400;
         // The codec's message is already a full sentence: send it as is, like the gateway.
-        const body = JSON.stringify({ error: decoded.message, code: decoded.code });
-        send(response, errorRegistry[decoded.code].status, body, echo);
-        return;
+        return {
+          status: errorRegistry[decoded.code].status,
+          body: JSON.stringify({ error: decoded.message, code: decoded.code }),
+          retryAfter: null,
+        };
       }
-      const controls = readInferControls(request.headers, decoded.request, spec.defaultTimeoutMs);
-      if (!controls.ok) {
-        const error = kilnError('KILN_INVALID_INFER_REQUEST', { reason: controls.message });
-        status = error.status;
-        sendError(response, error, echo);
-        return;
-      }
+      const controls = readInferControls(headers, decoded.request, spec.defaultTimeoutMs);
+      if (!controls.ok)
+        return fail(kilnError('KILN_INVALID_INFER_REQUEST', { reason: controls.message }));
       const deadlineMicros =
         controls.timeoutMs === null ? null : arrivalMicros + controls.timeoutMs * 1000;
-      const expired = (): void => {
+      const expired = (): WorkerReply => {
         metrics.expired.inc(series);
-        const error = kilnError('KILN_DEADLINE_EXCEEDED', { timeoutMs: controls.timeoutMs ?? 0 });
-        status = error.status;
-        sendError(response, error, echo);
+        return fail(kilnError('KILN_DEADLINE_EXCEEDED', { timeoutMs: controls.timeoutMs ?? 0 }));
       };
       let outcome: InferOutcome;
       const batcher = state.batcher;
@@ -204,11 +235,8 @@ export function createWorkerServer(
         outcome = await runtime.infer(controls.request);
       } else {
         const shape = batchShape(controls.request);
-        const gone = new AbortController();
-        const onClose = (): void => {
-          if (!response.writableFinished) gone.abort();
-        };
-        response.once('close', onClose);
+        const gone = watch === null ? null : new AbortController();
+        const unwatch = gone === null ? null : watch!(() => gone.abort());
         const queued = batcher.enqueue({
           key: shape?.key ?? 'alone',
           rows: shape?.rows ?? 1,
@@ -216,21 +244,17 @@ export function createWorkerServer(
           priority: controls.priority,
           deadlineMicros,
           payload: controls.request,
-          signal: gone.signal,
+          ...(gone === null ? {} : { signal: gone.signal }),
         });
         if (!queued.ok) {
-          response.off('close', onClose);
+          unwatch?.();
           metrics.shed.inc(series);
-          const error = kilnError('KILN_QUEUE_FULL', {
-            model: spec.endpoint,
-            queued: batcher.depth,
-          });
-          status = error.status;
-          sendError(response, error, echo);
-          return;
+          return fail(
+            kilnError('KILN_QUEUE_FULL', { model: spec.endpoint, queued: batcher.depth }),
+          );
         }
         const settled = await queued.done;
-        response.off('close', onClose);
+        unwatch?.();
         switch (settled.kind) {
           case 'done':
             metrics.queueWait.observe(series, settled.queuedMicros / 1e6);
@@ -239,39 +263,30 @@ export function createWorkerServer(
           case 'expired':
             return expired();
           case 'cancelled':
-            status = 499; // the client went away; nothing to answer
-            return;
+            status = 499; // the requester went away; nothing to answer
+            return { status, body: '', retryAfter: null };
           case 'failed':
             // The executor threw (a runtime bug): the whole batch fails, like one request would.
             throw settled.error instanceof Error ? settled.error : new Error(String(settled.error));
         }
       }
       if (!outcome.ok) {
-        const error =
+        return fail(
           outcome.kind === 'invalid_input'
             ? kilnError('KILN_INVALID_INFER_REQUEST', { reason: outcome.message })
-            : kilnError('KILN_INFERENCE_FAILED', { reason: outcome.message });
-        status = error.status;
-        sendError(response, error, echo);
-        return;
+            : kilnError('KILN_INFERENCE_FAILED', { reason: outcome.message }),
+        );
       }
       const meta =
         decoded.request.id === undefined
           ? { modelName: spec.endpoint, modelVersion: version }
           : { modelName: spec.endpoint, modelVersion: version, id: decoded.request.id };
-      send(response, 200, encodeInferResponse(outcome, meta), echo);
+      return { status: 200, body: encodeInferResponse(outcome, meta), retryAfter: null };
     } catch (error) {
-      status = 500;
       process.stderr.write(
         `worker ${spec.replicaId}: unexpected error: ${String((error as Error).stack ?? error)}\n`,
       );
-      if (!response.headersSent) {
-        sendError(
-          response,
-          kilnError('KILN_INFERENCE_FAILED', { reason: 'unexpected error in the worker' }),
-          echo,
-        );
-      } else response.destroy();
+      return fail(kilnError('KILN_INFERENCE_FAILED', { reason: 'unexpected error in the worker' }));
     } finally {
       state.inflight -= 1;
       metrics.inflight.dec({ endpoint: spec.endpoint });
@@ -281,6 +296,35 @@ export function createWorkerServer(
         Number(process.hrtime.bigint() - started) / 1e9,
       );
     }
+  }
+
+  async function infer(
+    request: IncomingMessage,
+    response: ServerResponse,
+    echo: Record<string, string>,
+  ): Promise<void> {
+    if (state.phase !== 'ready') {
+      request.resume();
+      // Through runInfer all the same, so the refusal is counted like any answer.
+      return sendReply(response, await runInfer(Buffer.alloc(0), request.headers, null), echo);
+    }
+    // Counted in flight while the body is read too, so a draining worker waits for it.
+    state.inflight += 1;
+    let body: Buffer | null;
+    try {
+      body = await readBody(request, response, spec.maxBodyBytes);
+    } finally {
+      state.inflight -= 1;
+    }
+    if (body === null) return;
+    const reply = await runInfer(body, request.headers, (abort) => {
+      const onClose = (): void => {
+        if (!response.writableFinished) abort();
+      };
+      response.once('close', onClose);
+      return () => response.off('close', onClose);
+    });
+    if (reply.status !== 499) sendReply(response, reply, echo);
   }
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -358,6 +402,17 @@ export function createWorkerServer(
       if (!response.headersSent)
         send(response, 500, '{"error":"internal error","code":"KILN_INTERNAL"}');
     });
+  });
+  server.on('upgrade', (request: IncomingMessage, socket: Socket, head: Buffer) => {
+    acceptChannel(
+      server,
+      request,
+      socket,
+      head,
+      state.phase === 'ready',
+      runInfer,
+      spec.maxBodyBytes,
+    );
   });
   server.keepAliveTimeout = 65_000;
   return server;

@@ -5,11 +5,24 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+} from 'node:http';
 import type { Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { after } from 'node:test';
 import type { ModelSchema } from '../../src/core/tensor.ts';
+import {
+  channelPath,
+  channelProtocol,
+  encodeFrame,
+  FrameReader,
+  frameKind,
+  type InferFrameMeta,
+} from '../../src/protocol/channel/frames.ts';
 import { startGateway, type RunningGateway } from '../../src/gateway/start-gateway.ts';
 import type {
   ApiKeyGrant,
@@ -35,7 +48,11 @@ export type WorkerBehavior = 'ok' | 'hold' | 'destroy' | 'hang';
 
 export interface FakeWorker {
   readonly url: string;
+  /** Whether it offers the worker channel (then `replicaRoute` lists it). */
+  readonly channel: boolean;
   readonly received: ReceivedRequest[];
+  /** Frame ids the gateway cancelled on the channel. */
+  readonly cancelled: number[];
   behavior: WorkerBehavior;
   answerTraceparent: string | null;
   /** Answers every held request. */
@@ -54,15 +71,19 @@ export async function fakeWorker(
   behavior: WorkerBehavior = 'ok',
   body: unknown = cannedOutput,
   status = 200,
+  options: { channel?: boolean } = {},
 ): Promise<FakeWorker> {
   const received: ReceivedRequest[] = [];
+  const cancelled: number[] = [];
   const held: Array<() => void> = [];
   const waiters: Array<{ count: number; resolve: () => void }> = [];
   const sockets = new Set<Socket>();
   const text = JSON.stringify(body);
   const worker: FakeWorker = {
     url: '',
+    channel: options.channel === true,
     received,
+    cancelled,
     behavior,
     answerTraceparent: null,
     release() {
@@ -74,6 +95,13 @@ export async function fakeWorker(
     },
     close: () => close(),
   };
+  const record = (request: ReceivedRequest): void => {
+    received.push(request);
+    for (const waiter of waiters.filter((w) => received.length >= w.count)) {
+      waiters.splice(waiters.indexOf(waiter), 1);
+      waiter.resolve();
+    }
+  };
   const server = createServer((req, res) => {
     if (worker.behavior === 'destroy') {
       req.socket.destroy();
@@ -82,16 +110,12 @@ export async function fakeWorker(
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      received.push({
+      record({
         method: req.method ?? '',
         url: req.url ?? '',
         headers: req.headers,
         body: Buffer.concat(chunks),
       });
-      for (const waiter of waiters.filter((w) => received.length >= w.count)) {
-        waiters.splice(waiters.indexOf(waiter), 1);
-        waiter.resolve();
-      }
       const answer = (): void => {
         const headers: Record<string, string> = { 'content-type': 'application/json' };
         if (worker.answerTraceparent !== null) headers.traceparent = worker.answerTraceparent;
@@ -103,6 +127,41 @@ export async function fakeWorker(
       // 'hang': never answer
     });
   });
+  if (worker.channel) {
+    // The worker channel, as a Kiln worker speaks it (src/worker/worker-channel.ts).
+    server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+      if (req.url !== channelPath || req.headers.upgrade !== channelProtocol) {
+        socket.end('HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n');
+        return;
+      }
+      socket.write(
+        `HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: ${channelProtocol}\r\n\r\n`,
+      );
+      const reader = new FrameReader(1 << 24, (frame) => {
+        if (frame.kind === frameKind.cancel) {
+          cancelled.push(frame.id);
+          return;
+        }
+        if (worker.behavior === 'destroy') {
+          socket.destroy();
+          return;
+        }
+        const meta = (frame.meta === '' ? {} : JSON.parse(frame.meta)) as InferFrameMeta;
+        const headers: IncomingHttpHeaders = {};
+        if (meta.t !== undefined) headers['kiln-timeout-ms'] = meta.t;
+        if (meta.p !== undefined) headers['kiln-priority'] = meta.p;
+        record({ method: 'POST', url: channelPath, headers, body: Buffer.from(frame.body) });
+        const answer = (): void => {
+          socket.write(encodeFrame(frameKind.reply, frame.id, JSON.stringify({ s: status }), text));
+        };
+        if (worker.behavior === 'ok') answer();
+        else if (worker.behavior === 'hold') held.push(answer);
+      });
+      socket.on('data', (chunk: Buffer) => reader.push(chunk));
+      socket.on('error', () => undefined);
+      if (head.length > 0) reader.push(head);
+    });
+  }
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -132,8 +191,14 @@ export const validRequest = {
   inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 3], data: [1, 2, 3] }],
 };
 
-export function replicaRoute(worker: { url: string }, id: string, version = 3): ReplicaRoute {
-  return { id, url: worker.url, version };
+export function replicaRoute(
+  worker: { url: string; channel?: boolean },
+  id: string,
+  version = 3,
+): ReplicaRoute {
+  return worker.channel === true
+    ? { id, url: worker.url, version, channel: channelPath }
+    : { id, url: worker.url, version };
 }
 
 export function endpointRoute(

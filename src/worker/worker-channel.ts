@@ -1,0 +1,179 @@
+// The worker's end of the gateway channel (src/protocol/channel/frames.ts): the gateway asks
+// for it with an HTTP Upgrade on the worker's own port, then sends infer frames on that one
+// connection. Each frame runs exactly like an HTTP infer request (the same `runInfer`), and
+// its reply goes back as a frame. Replies finished in the same event-loop turn leave in one
+// write (the socket is corked until the turn's end).
+//
+// A cancel frame for a request still queued in the batcher removes it (the gateway's client
+// went away). A protocol error (a frame the reader refuses) closes the connection; the
+// gateway then treats its requests as lost and retries them elsewhere.
+
+import type { Socket } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
+import {
+  channelPath,
+  channelProtocol,
+  encodeFrame,
+  FrameReader,
+  frameKind,
+  type Frame,
+  type InferFrameMeta,
+  type ReplyFrameMeta,
+} from '../protocol/channel/frames.ts';
+import type { CancelWatch, WorkerReply } from './worker-server.ts';
+
+export type RunInfer = (
+  body: Buffer,
+  headers: IncomingHttpHeaders,
+  watch: CancelWatch | null,
+) => Promise<WorkerReply>;
+
+/** Frames larger than the body limit plus this much meta are refused. */
+const metaAllowance = 64 * 1024;
+
+export class WorkerChannel {
+  private readonly reader: FrameReader;
+  /** Abort callbacks of requests waiting in the batcher, by frame id. */
+  private readonly waiting = new Map<number, () => void>();
+  private corked = false;
+  private closed = false;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly runInfer: RunInfer,
+    maxBodyBytes: number,
+    head: Buffer,
+  ) {
+    this.reader = new FrameReader(maxBodyBytes + metaAllowance, (frame) => this.onFrame(frame));
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => this.receive(chunk));
+    socket.on('close', () => {
+      this.closed = true;
+      // Nobody is left to read the answers: queued requests are dropped as cancelled.
+      for (const abort of this.waiting.values()) abort();
+      this.waiting.clear();
+    });
+    socket.on('error', () => undefined); // 'close' follows
+    socket.on('end', () => socket.destroy()); // the gateway hung up: no half-open channel
+    if (head.length > 0) this.receive(head);
+  }
+
+  private receive(chunk: Buffer): void {
+    const problem = this.reader.push(chunk);
+    if (problem !== null) {
+      process.stderr.write(`worker channel: ${problem}; closing it\n`);
+      this.socket.destroy();
+    }
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  private onFrame(frame: Frame): void {
+    switch (frame.kind) {
+      case frameKind.infer:
+        this.infer(frame);
+        return;
+      case frameKind.cancel:
+        this.waiting.get(frame.id)?.();
+        return;
+      default:
+        process.stderr.write(`worker channel: unknown frame kind ${frame.kind}; ignored\n`);
+    }
+  }
+
+  private infer(frame: Frame): void {
+    const id = frame.id;
+    let meta: InferFrameMeta = {};
+    if (frame.meta !== '') {
+      try {
+        meta = JSON.parse(frame.meta) as InferFrameMeta;
+      } catch {
+        meta = {};
+      }
+    }
+    const headers: IncomingHttpHeaders = {};
+    if (typeof meta.t === 'string') headers['kiln-timeout-ms'] = meta.t;
+    if (typeof meta.p === 'string') headers['kiln-priority'] = meta.p;
+    // The frame's body is a view into the read buffer; the request may outlive this turn.
+    const body = Buffer.from(frame.body);
+    const watch: CancelWatch = (abort) => {
+      this.waiting.set(id, abort);
+      return () => this.waiting.delete(id);
+    };
+    this.runInfer(body, headers, watch).then(
+      (reply) => this.reply(id, reply),
+      (error: unknown) => {
+        process.stderr.write(`worker channel: ${String(error)}\n`);
+        this.reply(id, {
+          status: 500,
+          body: '{"error":"internal error","code":"KILN_INTERNAL"}',
+          retryAfter: null,
+        });
+      },
+    );
+  }
+
+  private reply(id: number, reply: WorkerReply): void {
+    if (this.closed || reply.status === 499) return;
+    const meta: ReplyFrameMeta =
+      reply.retryAfter === null ? { s: reply.status } : { s: reply.status, ra: reply.retryAfter };
+    if (!this.corked) {
+      this.corked = true;
+      this.socket.cork();
+      process.nextTick(uncork, this);
+    }
+    this.socket.write(encodeFrame(frameKind.reply, id, JSON.stringify(meta), reply.body));
+  }
+
+  /** Sends what this turn wrote, in one go. */
+  flush(): void {
+    this.corked = false;
+    this.socket.uncork();
+  }
+}
+
+function uncork(channel: WorkerChannel): void {
+  channel.flush();
+}
+
+const channelsOf = new WeakMap<object, Set<WorkerChannel>>();
+
+/**
+ * Answers an Upgrade request on the worker's HTTP server: a channel when the gateway asks for
+ * ours at the right path while the worker takes requests, else a plain HTTP refusal.
+ */
+export function acceptChannel(
+  owner: object,
+  request: { url?: string | undefined; headers: IncomingHttpHeaders },
+  socket: Socket,
+  head: Buffer,
+  accepting: boolean,
+  runInfer: RunInfer,
+  maxBodyBytes: number,
+): void {
+  const path = (request.url ?? '').split('?')[0];
+  const wanted = request.headers.upgrade?.toLowerCase();
+  const refuse = (status: string): void => {
+    socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+  };
+  if (path !== channelPath || wanted !== channelProtocol) return refuse('400 Bad Request');
+  if (!accepting) return refuse('503 Service Unavailable');
+  socket.write(
+    `HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: ${channelProtocol}\r\n\r\n`,
+  );
+  let channels = channelsOf.get(owner);
+  if (channels === undefined) {
+    channels = new Set();
+    channelsOf.set(owner, channels);
+  }
+  const channel = new WorkerChannel(socket, runInfer, maxBodyBytes, head);
+  channels.add(channel);
+  socket.once('close', () => channels.delete(channel));
+}
+
+/** Closes every channel `owner` accepted (a drained worker's last step). */
+export function closeChannels(owner: object): void {
+  for (const channel of channelsOf.get(owner) ?? []) channel.destroy();
+}

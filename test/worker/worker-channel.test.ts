@@ -1,0 +1,194 @@
+// Both ends of the worker channel for real: the gateway's ChannelClient talking to a worker
+// server (over a stub runtime the test holds and releases). Waits are on state the test can
+// see (executions, queue depth, replies), never on time.
+
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { ChannelClient, type ChannelRequester } from '../../src/gateway/channel-client.ts';
+import { channelPath, channelProtocol } from '../../src/protocol/channel/frames.ts';
+import { closeChannels } from '../../src/worker/worker-channel.ts';
+import { startStub, type Harness } from './stub-worker.ts';
+
+interface Outcome {
+  status?: number;
+  retryAfter?: string | null;
+  body?: { outputs?: { data: number[] }[]; code?: string; model_version?: string };
+  errorCode?: string;
+}
+
+class Collector implements ChannelRequester {
+  readonly outcome: Outcome = {};
+  private resolve: (() => void) | null = null;
+  readonly settled = new Promise<void>((resolve) => (this.resolve = resolve));
+  onChannelReply(status: number, retryAfter: string | null, body: Buffer): void {
+    Object.assign(this.outcome, {
+      status,
+      retryAfter,
+      body: JSON.parse(body.toString()) as Outcome['body'],
+    });
+    this.resolve?.();
+  }
+  onChannelError(error: Error): void {
+    this.outcome.errorCode = (error as { code?: string }).code ?? 'none';
+    this.resolve?.();
+  }
+}
+
+function body(rows: number[][]): Buffer {
+  const data = rows.flat();
+  const width = rows[0]?.length ?? 0;
+  return Buffer.from(
+    JSON.stringify({
+      inputs: [{ name: 'x', datatype: 'FP32', shape: [rows.length, width], data }],
+    }),
+  );
+}
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    if (check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+async function setup(
+  t: TestContext,
+  held: number,
+): Promise<{ harness: Harness; client: ChannelClient }> {
+  const harness = await startStub({ maxBatchSize: 8, maxDelayMicros: 0, maxQueue: 16 }, held);
+  const client = new ChannelClient(harness.url, channelPath, 30_000, () => performance.now());
+  t.after(async () => {
+    client.destroy();
+    await harness.close();
+  });
+  return { harness, client };
+}
+
+test('infer frames run like HTTP requests and their replies come back by id', async (t) => {
+  const { harness, client } = await setup(t, 1);
+  const first = new Collector();
+  client.send(first, body([[1, 2]]), undefined, undefined);
+  await until(() => harness.runtime.executions.length === 1, 'the first execution');
+  // Queued behind the held execution, these two form one batch.
+  const second = new Collector();
+  const third = new Collector();
+  client.send(second, body([[3, 4]]), undefined, undefined);
+  client.send(third, body([[5, 6]]), undefined, 'high');
+  await until(() => harness.state.batcher?.depth === 2, 'two queued');
+  harness.runtime.release();
+  await Promise.all([first.settled, second.settled, third.settled]);
+  assert.deepEqual(first.outcome.body?.outputs?.[0]?.data, [2, 4]);
+  assert.deepEqual(second.outcome.body?.outputs?.[0]?.data, [6, 8]);
+  assert.deepEqual(third.outcome.body?.outputs?.[0]?.data, [10, 12]);
+  assert.equal(first.outcome.body?.model_version, '1');
+  assert.deepEqual(harness.runtime.executions, [
+    [[1, 2]],
+    [
+      [5, 6],
+      [3, 4],
+    ],
+  ]); // high first
+  assert.equal(client.inFlight, 0);
+});
+
+test('a cancel frame takes a queued request out: it is never run and never answered', async (t) => {
+  const { harness, client } = await setup(t, 1);
+  const running = new Collector();
+  client.send(running, body([[1, 1]]), undefined, undefined);
+  await until(() => harness.runtime.executions.length === 1, 'the first execution');
+  const gone = new Collector();
+  const id = client.send(gone, body([[9, 9]]), undefined, undefined);
+  await until(() => harness.state.batcher?.depth === 1, 'one queued');
+  client.cancel(id);
+  await until(() => harness.state.batcher?.depth === 0, 'the queue to empty');
+  harness.runtime.release();
+  await running.settled;
+  assert.equal(running.outcome.status, 200);
+  assert.deepEqual(harness.runtime.executions, [[[1, 1]]]);
+  assert.deepEqual(gone.outcome, {});
+  await until(() => harness.state.inflight === 0, 'nothing in flight');
+});
+
+test('the deadline and priority headers travel in the frame and are checked as over HTTP', async (t) => {
+  const { client } = await setup(t, 0);
+  const late = new Collector();
+  client.send(late, body([[1, 2]]), '0', undefined);
+  const bad = new Collector();
+  client.send(bad, body([[1, 2]]), 'soon', undefined);
+  const badPriority = new Collector();
+  client.send(badPriority, body([[1, 2]]), undefined, 'urgent');
+  const malformed = new Collector();
+  client.send(malformed, Buffer.from('{"inputs": ['), undefined, undefined);
+  await Promise.all([late.settled, bad.settled, badPriority.settled, malformed.settled]);
+  assert.equal(late.outcome.status, 504);
+  assert.equal(late.outcome.body?.code, 'KILN_DEADLINE_EXCEEDED');
+  assert.equal(bad.outcome.status, 400);
+  assert.equal(bad.outcome.body?.code, 'KILN_INVALID_INFER_REQUEST');
+  assert.equal(badPriority.outcome.status, 400);
+  assert.equal(malformed.outcome.status, 400);
+  assert.equal(malformed.outcome.body?.code, 'KILN_INVALID_JSON');
+});
+
+test('a full queue answers 429 with Retry-After on the channel too', async (t) => {
+  const { harness, client } = await setup(t, 1);
+  const requests = Array.from({ length: 18 }, () => new Collector());
+  client.send(requests[0]!, body([[0, 0]]), undefined, undefined);
+  await until(() => harness.runtime.executions.length === 1, 'the first execution');
+  for (const request of requests.slice(1))
+    client.send(request, body([[1, 1]]), undefined, undefined);
+  await until(() => requests.some((r) => r.outcome.status === 429), 'a refusal');
+  harness.runtime.release();
+  await Promise.all(requests.map((r) => r.settled));
+  const refused = requests.filter((r) => r.outcome.status === 429);
+  assert.equal(refused.length, 1); // 1 running + 16 queued fit; the 18th does not
+  assert.equal(refused[0]?.outcome.retryAfter, '1');
+  assert.equal(refused[0]?.outcome.body?.code, 'KILN_QUEUE_FULL');
+});
+
+test('the worker refuses a channel at another path or protocol, and while draining', async (t) => {
+  const { harness, client } = await setup(t, 0);
+  const upgrade = (path: string, protocol: string): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const req = httpRequest(`${harness.url}${path}`, {
+        headers: { connection: 'Upgrade', upgrade: protocol },
+      });
+      req.on('response', (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      });
+      req.on('upgrade', (_res, socket) => {
+        socket.destroy();
+        resolve(101);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  assert.equal(await upgrade(channelPath, channelProtocol), 101);
+  assert.equal(await upgrade('/elsewhere', channelProtocol), 400);
+  assert.equal(await upgrade(channelPath, 'websocket'), 400);
+  harness.state.phase = 'draining';
+  assert.equal(await upgrade(channelPath, channelProtocol), 503);
+  const refused = new Collector();
+  client.send(refused, body([[1, 2]]), undefined, undefined);
+  await refused.settled;
+  assert.equal(refused.outcome.errorCode, 'CHANNEL_CLOSED');
+});
+
+test('a worker closing its channels fails the requests waiting on them as lost', async (t) => {
+  const { harness, client } = await setup(t, 1);
+  const waiting = new Collector();
+  client.send(waiting, body([[1, 2]]), undefined, undefined);
+  await until(() => harness.runtime.executions.length === 1, 'the execution');
+  closeChannels(harness.server);
+  await waiting.settled;
+  assert.equal(waiting.outcome.errorCode, 'CHANNEL_CLOSED');
+  // The next request opens a new channel.
+  harness.runtime.release();
+  const next = new Collector();
+  client.send(next, body([[2, 2]]), undefined, undefined);
+  await next.settled;
+  assert.equal(next.outcome.status, 200);
+});
