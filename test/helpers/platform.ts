@@ -1,11 +1,11 @@
 // Starts a real platform on a loopback port in a temp home, and a tiny HTTP client for it.
 
 import { createHash } from 'node:crypto';
-import { readFile, readdir, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { after } from 'node:test';
 import { startPlatform, type RunningPlatform } from '../../src/control/start-platform.ts';
-import { tempDir } from './temp-dir.ts';
 
 export interface TestPlatform extends RunningPlatform {
   readonly home: string;
@@ -14,7 +14,7 @@ export interface TestPlatform extends RunningPlatform {
 export async function testPlatform(
   options: { maxUploadBytes?: number; gateway?: boolean; dev?: boolean } = {},
 ): Promise<TestPlatform> {
-  const home = await tempDir('kiln-home-');
+  const home = await mkdtemp(join(tmpdir(), 'kiln-home-'));
   const platform = await startPlatform({
     home,
     host: '127.0.0.1',
@@ -24,7 +24,13 @@ export async function testPlatform(
     ...options,
     dev: options.dev ?? true,
   });
-  after(() => platform.close());
+  // One hook, in this order: the gateway and workers have exited (and stopped writing under
+  // the home) before the folder goes. Two hooks ran first-registered-first, so the folder
+  // was removed while the gateway could still persist a snapshot (ENOTEMPTY).
+  after(async () => {
+    await platform.close();
+    await rm(home, { recursive: true, force: true });
+  });
   return Object.assign(platform, { home });
 }
 

@@ -1,12 +1,11 @@
 // Outside --dev the gateway requires API keys scoped to an endpoint or a team.
 
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { call, readArtifact, register, testPlatform } from '../helpers/platform.ts';
 
 const fixtures = new URL('../../fixtures/registry/', import.meta.url).pathname;
 const platform = await testPlatform({ gateway: true, dev: false });
-after(() => platform.close());
 
 async function waitReady(endpoint: string, key: string): Promise<void> {
   const deadline = Date.now() + 60_000;

@@ -2,13 +2,12 @@
 // endpoint's version and then its replica count loses no request, and every response is
 // stamped with a version that exists.
 
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { call, readArtifact, register, testPlatform } from '../helpers/platform.ts';
 
 const fixtures = new URL('../../fixtures/registry/', import.meta.url).pathname;
 const platform = await testPlatform({ gateway: true });
-after(() => platform.close());
 
 interface EndpointBody {
   status: { ready: boolean; readyReplicas: number; replicas: { version: number; state: string }[] };

@@ -1,7 +1,7 @@
 // End to end through real processes: control plane (in this process), the gateway and the
 // worker processes it supervises. Predictions are compared with the training library's.
 
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
@@ -84,7 +84,6 @@ async function infer(
 }
 
 const platform = await testPlatform({ gateway: true });
-after(() => platform.close());
 assert.equal(
   (
     await register(
