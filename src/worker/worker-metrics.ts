@@ -98,11 +98,15 @@ export class WorkerMetrics {
 
   /** The batcher's hooks, feeding the queue depth, batch size and execution series. */
   batcherHooks(labels: Record<Series, string>): BatcherHooks {
+    // Children bound to the labels once: no label hashing per batch.
+    const depth = this.queueDepth.labels(labels);
+    const executions = this.executions.labels(labels);
+    const batchSize = this.batchSize.labels(labels);
     return {
-      onQueueDepth: (depth) => this.queueDepth.set(labels, depth),
+      onQueueDepth: (queued) => depth.set(queued),
       onBatch: (_requests, rows) => {
-        this.executions.inc(labels);
-        this.batchSize.observe(labels, rows);
+        executions.inc();
+        batchSize.observe(rows);
       },
     };
   }

@@ -24,7 +24,7 @@ import { encodeInferResponse } from '../protocol/v2/encode-response.ts';
 import type { CompiledSchema } from '../protocol/v2/schema.ts';
 import { monotonicClock } from './batching/batch-timers.ts';
 import { batchShape } from './batching/batch-tensors.ts';
-import type { BatcherClock } from './batching/dynamic-batcher.ts';
+import type { BatcherClock, CancelSignal } from './batching/dynamic-batcher.ts';
 import type { InferBatcher } from './batching/infer-batcher.ts';
 import { readInferControls } from './infer-controls.ts';
 import type { WorkerMetrics } from './worker-metrics.ts';
@@ -69,6 +69,28 @@ function sendError(
   const extra: Record<string, string> = { ...headers };
   if (error.retryable && (error.status === 503 || error.status === 429)) extra['retry-after'] = '1';
   send(response, error.status, JSON.stringify({ error: error.message, code: error.code }), extra);
+}
+
+/**
+ * The batcher's cancellation signal for one request: what it needs of an AbortSignal (one
+ * listener, `aborted`) without an EventTarget's cost on every request.
+ */
+class CancelFlag implements CancelSignal {
+  aborted = false;
+  private listener: (() => void) | null = null;
+  addEventListener(_type: 'abort', listener: () => void): void {
+    this.listener = listener;
+  }
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    if (this.listener === listener) this.listener = null;
+  }
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    const listener = this.listener;
+    this.listener = null;
+    listener?.();
+  }
 }
 
 /** What an infer request comes to, whichever way it arrived. */
@@ -235,7 +257,7 @@ export function createWorkerServer(
         outcome = await runtime.infer(controls.request);
       } else {
         const shape = batchShape(controls.request);
-        const gone = watch === null ? null : new AbortController();
+        const gone = watch === null ? null : new CancelFlag();
         const unwatch = gone === null ? null : watch!(() => gone.abort());
         const queued = batcher.enqueue({
           key: shape?.key ?? 'alone',
@@ -244,7 +266,7 @@ export function createWorkerServer(
           priority: controls.priority,
           deadlineMicros,
           payload: controls.request,
-          ...(gone === null ? {} : { signal: gone.signal }),
+          ...(gone === null ? {} : { signal: gone }),
         });
         if (!queued.ok) {
           unwatch?.();

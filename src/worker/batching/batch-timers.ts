@@ -12,4 +12,9 @@ export const timerScheduler: BatcherScheduler = {
     const timer = setTimeout(run, Math.ceil(delayMicros / 1000));
     return { cancel: () => clearTimeout(timer) };
   },
+  // After the current callback and its microtasks: the channel's frames from one read (and
+  // whatever else this turn enqueues) then go out as one batch.
+  soon(run) {
+    process.nextTick(run);
+  },
 };

@@ -38,6 +38,13 @@ export interface TimerHandle {
 export interface BatcherScheduler {
   /** Calls `run` once, about `delayMicros` from now (never before). */
   schedule(delayMicros: number, run: () => void): TimerHandle;
+  /**
+   * Calls `run` once, after the code running now (and before any I/O). Given, an enqueue
+   * does not dispatch at once: requests that arrive together (the frames of one read) then
+   * form one batch instead of the first one running alone. Absent, enqueue dispatches
+   * synchronously (tests with a fake scheduler see exactly that).
+   */
+  soon?: (run: () => void) => void;
 }
 
 export interface BatchRequest<T> {
@@ -52,7 +59,17 @@ export interface BatchRequest<T> {
   /** Cannot share a batch (e.g. inputs without a common first dimension): runs by itself. */
   readonly alone?: boolean;
   /** Fires when the client goes away; a queued request is then removed. */
-  readonly signal?: AbortSignal;
+  readonly signal?: CancelSignal;
+}
+
+/**
+ * What the batcher needs of a cancellation signal: an AbortSignal has it, and so does the
+ * worker's lighter `CancelFlag` (an AbortController costs ~6 µs a request on the hot path).
+ */
+export interface CancelSignal {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
 }
 
 /** Runs one batch; resolves one result per payload, in order. */
@@ -108,6 +125,14 @@ export class DynamicBatcher<T, R> {
   private pumping = false;
   private pumpAgain = false;
   private timer: { readonly atMicros: number; readonly handle: TimerHandle } | null = null;
+  /** A deferred pump is scheduled (scheduler.soon). */
+  private pumpSoon = false;
+  /** The queue depth changed since the hook last heard of it. */
+  private depthChanged = false;
+  private readonly deferredPump = (): void => {
+    this.pumpSoon = false;
+    this.pump();
+  };
 
   constructor(private readonly options: DynamicBatcherOptions<T, R>) {}
 
@@ -162,8 +187,14 @@ export class DynamicBatcher<T, R> {
       signal.addEventListener('abort', onAbort, { once: true });
       entry.unlisten = () => signal.removeEventListener('abort', onAbort);
     }
-    this.options.hooks?.onQueueDepth?.(this.queued);
-    this.pump();
+    this.depthChanged = true;
+    const scheduler = this.options.scheduler;
+    if (scheduler.soon === undefined || this.running) {
+      this.pump();
+    } else if (!this.pumpSoon) {
+      this.pumpSoon = true;
+      scheduler.soon(this.deferredPump);
+    }
     return { ok: true, done };
   }
 
@@ -199,6 +230,10 @@ export class DynamicBatcher<T, R> {
       } while (this.pumpAgain);
     } finally {
       this.pumping = false;
+    }
+    if (this.depthChanged) {
+      this.depthChanged = false;
+      this.options.hooks?.onQueueDepth?.(this.queued);
     }
   }
 
@@ -339,7 +374,7 @@ export class DynamicBatcher<T, R> {
     this.queued -= 1;
     entry.unlisten?.();
     entry.unlisten = null;
-    this.options.hooks?.onQueueDepth?.(this.queued);
+    this.depthChanged = true; // reported once, at the end of the pump
   }
 
   private settle(entry: Entry<T, R>, outcome: Settled<R>): void {

@@ -288,3 +288,37 @@ void test('results reach their own requests with the time they queued', async ()
   assert.deepEqual(outcomes.get('a'), { kind: 'done', value: 'a', queuedMicros: 1000 });
   assert.deepEqual(outcomes.get('b'), { kind: 'done', value: 'b', queuedMicros: 600 });
 });
+
+void test('with a deferring scheduler, requests enqueued in one turn form one batch', async () => {
+  const time = new FakeTime();
+  const executor = new HeldExecutor<string>(time);
+  const deferred: (() => void)[] = [];
+  const batcher = new DynamicBatcher<string, string>({
+    config: { maxBatchSize: 8, maxDelayMicros: 0, maxQueue: 100 },
+    executor: executor.run,
+    clock: time,
+    scheduler: { schedule: time.schedule.bind(time), soon: (run) => deferred.push(run) },
+  });
+  const enqueue = (id: string): void => {
+    const queued = batcher.enqueue({
+      key: 'a',
+      rows: 1,
+      priority: 'normal',
+      deadlineMicros: null,
+      payload: id,
+    });
+    assert.ok(queued.ok);
+  };
+  for (const id of ids('r', 3)) enqueue(id);
+  // Nothing has run yet, and one deferred pump serves all three.
+  assert.equal(executor.batches.length, 0);
+  assert.equal(deferred.length, 1);
+  deferred.shift()!();
+  assert.deepEqual(executor.batches[0]?.payloads, ['r0', 'r1', 'r2']);
+  // While a batch runs, arrivals queue without scheduling anything; its end dispatches them.
+  for (const id of ids('s', 2)) enqueue(id);
+  assert.equal(deferred.length, 0);
+  executor.last().finish();
+  await settle();
+  assert.deepEqual(executor.batches[1]?.payloads, ['s0', 's1']);
+});
