@@ -18,6 +18,7 @@ import {
   FrameReader,
   frameKind,
   type Frame,
+  type FrameKind,
   type ReplyFrameMeta,
 } from '../protocol/channel/frames.ts';
 
@@ -64,21 +65,35 @@ export class ChannelClient {
     return this.pending.size;
   }
 
-  /** Sends one infer body; returns the id to cancel it with. */
+  /** Sends one infer body (v2 JSON); returns the id to cancel it with. */
   send(
     requester: ChannelRequester,
     body: Buffer,
     timeoutHeader: string | undefined,
     priorityHeader: string | undefined,
   ): number {
-    const id = this.nextId;
-    this.nextId = id >= 0xffffffff ? 1 : id + 1;
-    this.pending.set(id, { requester, deadlineMs: this.now() + this.timeoutMs });
     let meta = '';
     if (timeoutHeader !== undefined || priorityHeader !== undefined) {
       meta = JSON.stringify({ t: timeoutHeader, p: priorityHeader });
     }
-    this.write(encodeFrame(frameKind.infer, id, meta, body));
+    return this.sendFrame(requester, frameKind.infer, meta, body);
+  }
+
+  /** Sends one infer request already decoded (tensor-frames.ts); returns its id. */
+  sendTensors(requester: ChannelRequester, frame: { meta: string; body: Buffer }): number {
+    return this.sendFrame(requester, frameKind.tensors, frame.meta, frame.body);
+  }
+
+  private sendFrame(
+    requester: ChannelRequester,
+    kind: FrameKind,
+    meta: string,
+    body: Buffer,
+  ): number {
+    const id = this.nextId;
+    this.nextId = id >= 0xffffffff ? 1 : id + 1;
+    this.pending.set(id, { requester, deadlineMs: this.now() + this.timeoutMs });
+    this.write(encodeFrame(kind, id, meta, body));
     this.armSweeper();
     return id;
   }

@@ -32,7 +32,8 @@ import {
 import type { EndpointSeries } from './metrics.ts';
 import { pickReplica } from './replica-picker.ts';
 import type { ReplicaState } from './replica-set.ts';
-import { checkInferBody } from './request-check.ts';
+import { checkInferBody, decodeInferBody } from './request-check.ts';
+import { encodeTensorRequest } from '../protocol/channel/tensor-frames.ts';
 import type { ChannelRequester } from './channel-client.ts';
 import type { EndpointEntry } from './route-table.ts';
 import { classifyUpstreamError } from './upstream-errors.ts';
@@ -74,6 +75,8 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
   /** The replica the current attempt went to (null between attempts). */
   private replica: ReplicaState | null = null;
   private controller: Dispatcher.DispatchController | null = null;
+  /** The decoded request as a tensors frame, for replicas with a channel (null: send JSON). */
+  private tensorFrame: { readonly meta: string; readonly body: Buffer } | null = null;
   /** The frame id of the current attempt on a worker channel (0: none). */
   private channelId = 0;
   private retried = false;
@@ -163,10 +166,29 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     const chunks = this.chunks;
     const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.receivedBytes);
     this.chunks = [];
-    const problem = checkInferBody(body, this.entry.check);
-    if (problem !== null) {
-      this.finish(sendV2Message(this.res, problem.code, problem.message, this.ownHeaders()));
-      return;
+    const check = this.entry.check;
+    if (check !== null && this.entry.replicas.some((r) => r.channel !== null)) {
+      // Kiln workers: decode here and send the tensors, so the worker does not parse the
+      // same JSON again (checked against the same schema: same verdict, same message).
+      const decoded = decodeInferBody(body, check);
+      if (!decoded.ok) {
+        this.finish(sendV2Message(this.res, decoded.code, decoded.message, this.ownHeaders()));
+        return;
+      }
+      const headers = this.req.headers;
+      const timeout = headers['kiln-timeout-ms'];
+      const priority = headers['kiln-priority'];
+      this.tensorFrame = encodeTensorRequest(
+        decoded.request,
+        typeof timeout === 'string' ? timeout : undefined,
+        typeof priority === 'string' ? priority : undefined,
+      );
+    } else {
+      const problem = checkInferBody(body, check);
+      if (problem !== null) {
+        this.finish(sendV2Message(this.res, problem.code, problem.message, this.ownHeaders()));
+        return;
+      }
     }
     this.body = body;
     this.send(null, null);
@@ -190,6 +212,10 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     this.replica = replica;
     this.controller = null;
     const channel = replica.channel;
+    if (channel !== null && this.method === 'POST' && this.tensorFrame !== null) {
+      this.channelId = channel.sendTensors(this, this.tensorFrame);
+      return;
+    }
     if (channel !== null && this.method === 'POST' && this.body !== null) {
       const headers = this.req.headers;
       const timeout = headers['kiln-timeout-ms'];

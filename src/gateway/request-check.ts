@@ -5,7 +5,11 @@
 // so both give the same verdict and the same message.
 
 import type { ModelSchema } from '../core/tensor.ts';
-import { checkInferRequestText } from '../protocol/v2/decode-request.ts';
+import {
+  checkInferRequestText,
+  parseInferRequest,
+  type DecodedInferRequest,
+} from '../protocol/v2/decode-request.ts';
 import { compileSchema, type CompiledSchema } from '../protocol/v2/schema.ts';
 import type { V2ProtocolErrorCode } from '../protocol/v2/errors.ts';
 
@@ -27,6 +31,22 @@ export function compileRequestCheck(schema: ModelSchema | null): CompiledCheck {
   } catch (error) {
     return { ok: false, reason: (error as Error).message };
   }
+}
+
+/**
+ * Like `checkInferBody`, but keeps the decoded tensors (for the worker channel's tensor
+ * frames): the same verdict and message either way.
+ */
+export function decodeInferBody(
+  body: Buffer,
+  check: RequestCheck | null,
+):
+  | { readonly ok: true; readonly request: DecodedInferRequest }
+  | { readonly ok: false; readonly code: V2ProtocolErrorCode; readonly message: string } {
+  const result = parseInferRequest(body, check);
+  return result.ok
+    ? { ok: true, request: result.request }
+    : { ok: false, code: result.code, message: result.message };
 }
 
 /** null when the body may go to a worker, else the codec's code and message for the 400. */

@@ -20,10 +20,13 @@ import {
   type InferFrameMeta,
   type ReplyFrameMeta,
 } from '../protocol/channel/frames.ts';
+import { kilnError } from '../core/errors.ts';
+import { decodeTensorRequest } from '../protocol/channel/tensor-frames.ts';
+import type { DecodedInferRequest } from '../protocol/v2/decode-request.ts';
 import type { CancelWatch, WorkerReply } from './worker-server.ts';
 
 export type RunInfer = (
-  body: Buffer,
+  input: Buffer | DecodedInferRequest,
   headers: IncomingHttpHeaders,
   watch: CancelWatch | null,
 ) => Promise<WorkerReply>;
@@ -75,6 +78,9 @@ export class WorkerChannel {
       case frameKind.infer:
         this.infer(frame);
         return;
+      case frameKind.tensors:
+        this.inferTensors(frame);
+        return;
       case frameKind.cancel:
         this.waiting.get(frame.id)?.();
         return;
@@ -97,12 +103,15 @@ export class WorkerChannel {
     if (typeof meta.t === 'string') headers['kiln-timeout-ms'] = meta.t;
     if (typeof meta.p === 'string') headers['kiln-priority'] = meta.p;
     // The frame's body is a view into the read buffer; the request may outlive this turn.
-    const body = Buffer.from(frame.body);
+    this.run(id, Buffer.from(frame.body), headers);
+  }
+
+  private run(id: number, input: Buffer | DecodedInferRequest, headers: IncomingHttpHeaders): void {
     const watch: CancelWatch = (abort) => {
       this.waiting.set(id, abort);
       return () => this.waiting.delete(id);
     };
-    this.runInfer(body, headers, watch).then(
+    this.runInfer(input, headers, watch).then(
       (reply) => this.reply(id, reply),
       (error: unknown) => {
         process.stderr.write(`worker channel: ${String(error)}\n`);
@@ -113,6 +122,23 @@ export class WorkerChannel {
         });
       },
     );
+  }
+
+  private inferTensors(frame: Frame): void {
+    const decoded = decodeTensorRequest(frame.meta, frame.body);
+    if (!decoded.ok) {
+      const error = kilnError('KILN_INVALID_INFER_REQUEST', { reason: decoded.message });
+      this.reply(frame.id, {
+        status: error.status,
+        body: JSON.stringify({ error: error.message, code: error.code }),
+        retryAfter: null,
+      });
+      return;
+    }
+    const headers: IncomingHttpHeaders = {};
+    if (decoded.timeoutHeader !== undefined) headers['kiln-timeout-ms'] = decoded.timeoutHeader;
+    if (decoded.priorityHeader !== undefined) headers['kiln-priority'] = decoded.priorityHeader;
+    this.run(frame.id, decoded.request, headers);
   }
 
   private reply(id: number, reply: WorkerReply): void {

@@ -19,7 +19,7 @@ import type { Socket } from 'node:net';
 import { errorRegistry, kilnError, type KilnError } from '../core/errors.ts';
 import { kilnVersion } from '../core/version.ts';
 import type { InferOutcome, ModelRuntime } from '../runtimes/runtime.ts';
-import { parseInferRequest } from '../protocol/v2/decode-request.ts';
+import { parseInferRequest, type DecodedInferRequest } from '../protocol/v2/decode-request.ts';
 import { encodeInferResponse } from '../protocol/v2/encode-response.ts';
 import type { CompiledSchema } from '../protocol/v2/schema.ts';
 import { monotonicClock } from './batching/batch-timers.ts';
@@ -206,12 +206,12 @@ export function createWorkerServer(
   }
 
   /**
-   * One infer request, from its body to its answer; the HTTP route and the gateway's channel
-   * (worker-channel.ts) both call it. `watch` registers what to do if the requester goes
+   * One infer request, from its body (or, from the channel, its decoded tensors) to its
+   * answer; the HTTP route and the gateway's channel (worker-channel.ts) both call it. `watch` registers what to do if the requester goes
    * away while the request waits in the batcher, and returns the undo.
    */
   async function runInfer(
-    body: Buffer,
+    input: Buffer | DecodedInferRequest,
     headers: IncomingHttpHeaders,
     watch: CancelWatch | null,
   ): Promise<WorkerReply> {
@@ -228,7 +228,10 @@ export function createWorkerServer(
       const runtime = state.runtime;
       if (state.phase !== 'ready' || runtime === null) return fail(notReady());
       // The same checks the gateway ran, now decoding into typed arrays (exact INT64 too).
-      const decoded = parseInferRequest(body, state.schema);
+      // A request that came as tensors on the channel was decoded and checked by the gateway.
+      const decoded = Buffer.isBuffer(input)
+        ? parseInferRequest(input, state.schema)
+        : { ok: true as const, request: input };
       if (!decoded.ok) {
         status = 400;
         // The codec's message is already a full sentence: send it as is, like the gateway.

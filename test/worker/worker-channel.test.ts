@@ -8,6 +8,8 @@ import { request as httpRequest } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { ChannelClient, type ChannelRequester } from '../../src/gateway/channel-client.ts';
 import { channelPath, channelProtocol } from '../../src/protocol/channel/frames.ts';
+import { encodeTensorRequest } from '../../src/protocol/channel/tensor-frames.ts';
+import { parseInferRequest } from '../../src/protocol/v2/decode-request.ts';
 import { closeChannels } from '../../src/worker/worker-channel.ts';
 import { startStub, type Harness } from './stub-worker.ts';
 
@@ -191,4 +193,22 @@ test('a worker closing its channels fails the requests waiting on them as lost',
   client.send(next, body([[2, 2]]), undefined, undefined);
   await next.settled;
   assert.equal(next.outcome.status, 200);
+});
+
+test('a tensors frame runs without the worker parsing JSON; a malformed one is a 400', async (t) => {
+  const { harness, client } = await setup(t, 0);
+  const parsed = parseInferRequest(body([[1, 2]]), null);
+  assert.ok(parsed.ok);
+  const frame = encodeTensorRequest(parsed.request, undefined, undefined);
+  assert.ok(frame !== null);
+  const good = new Collector();
+  client.sendTensors(good, frame);
+  const bad = new Collector();
+  client.sendTensors(bad, { meta: '{"i":[["x","FP32",[1,2],0,8]]}', body: Buffer.alloc(4) });
+  await Promise.all([good.settled, bad.settled]);
+  assert.equal(good.outcome.status, 200);
+  assert.deepEqual(good.outcome.body?.outputs?.[0]?.data, [2, 4]);
+  assert.deepEqual(harness.runtime.executions, [[[1, 2]]]);
+  assert.equal(bad.outcome.status, 400);
+  assert.equal(bad.outcome.body?.code, 'KILN_INVALID_INFER_REQUEST');
 });

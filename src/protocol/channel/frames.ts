@@ -3,17 +3,18 @@
 // A frame is
 //
 //   u32 BE  length of everything after this field
-//   u8      kind      (1 infer, 2 reply, 3 cancel)
+//   u8      kind      (1 infer, 2 reply, 3 cancel, 4 infer as tensors: tensor-frames.ts)
 //   u32 BE  id        (chosen by the gateway; a reply carries its request's id)
 //   u32 BE  metaLength
 //   meta    UTF-8 JSON, metaLength bytes (empty for cancel)
-//   body    the rest: an infer request's v2 JSON body, or a reply's v2 JSON body
+//   body    the rest: an infer request's v2 JSON body (or its tensors' bytes), or a reply's
+//           v2 JSON body
 //
 // Many requests share the connection, and whatever is ready in one event-loop turn goes out
 // in one write, so under load the per-request cost of HTTP parsing and of a syscall each
 // way disappears from the hop between the two processes.
 
-export const frameKind = { infer: 1, reply: 2, cancel: 3 } as const;
+export const frameKind = { infer: 1, reply: 2, cancel: 3, tensors: 4 } as const;
 export type FrameKind = (typeof frameKind)[keyof typeof frameKind];
 
 const headerBytes = 13;
