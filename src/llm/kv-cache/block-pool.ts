@@ -1,0 +1,136 @@
+// The paged KV cache's memory: a pool of fixed-size blocks, preallocated once from a memory
+// budget, as in vLLM. A block holds the keys and values of `blockSize` consecutive token
+// positions of one sequence, for every layer:
+//
+//   keys[layer]   Float32Array [numBlocks, blockSize, numKvHeads, headDim]
+//   values[layer] Float32Array [numBlocks, blockSize, numKvHeads, headDim]
+//
+//   slot offset of (block b, position-in-block s, kv head h) = ((b·blockSize + s)·numKvHeads + h)·headDim
+//
+// Blocks are reference-counted so that forked sequences (n > 1) share their prompt's blocks;
+// a sequence about to write into a shared block copies it first (copy-on-write, in
+// sequence-kv.ts). Running out of blocks is a value (`allocate()` → null) that the scheduler
+// handles by preempting, never an exception.
+//
+//   free stack: [b7, b3, b9, …]  ──allocate──▶ refCount[b] = 1
+//   retain(b): refCount[b] += 1      release(b): refCount[b] -= 1; at 0 back on the stack
+
+export interface KvCacheShape {
+  readonly numLayers: number;
+  readonly numKvHeads: number;
+  readonly headDim: number;
+  /** Token positions per block (vLLM's default is 16). */
+  readonly blockSize: number;
+}
+
+export interface BlockPoolStats {
+  readonly totalBlocks: number;
+  readonly usedBlocks: number;
+  readonly freeBlocks: number;
+  /** usedBlocks ÷ totalBlocks. */
+  readonly utilization: number;
+}
+
+/** Bytes one block takes: keys and values, every layer, float32. */
+export function bytesPerBlock(shape: KvCacheShape): number {
+  return 2 * shape.numLayers * shape.blockSize * shape.numKvHeads * shape.headDim * 4;
+}
+
+export class BlockPool {
+  readonly numBlocks: number;
+  readonly blockSize: number;
+  /** Floats per block in one layer's key (or value) array: blockSize · numKvHeads · headDim. */
+  readonly floatsPerBlock: number;
+  readonly keys: readonly Float32Array[];
+  readonly values: readonly Float32Array[];
+  private readonly refCounts: Int32Array;
+  /** Free block ids; the top of the stack is at freeCount − 1. */
+  private readonly freeStack: Int32Array;
+  private freeCount: number;
+
+  constructor(
+    readonly shape: KvCacheShape,
+    numBlocks: number,
+  ) {
+    if (!Number.isInteger(numBlocks) || numBlocks < 1)
+      throw new RangeError(`a KV block pool needs at least one block, not ${numBlocks}`);
+    this.numBlocks = numBlocks;
+    this.blockSize = shape.blockSize;
+    this.floatsPerBlock = shape.blockSize * shape.numKvHeads * shape.headDim;
+    const floats = numBlocks * this.floatsPerBlock;
+    this.keys = Array.from({ length: shape.numLayers }, () => new Float32Array(floats));
+    this.values = Array.from({ length: shape.numLayers }, () => new Float32Array(floats));
+    this.refCounts = new Int32Array(numBlocks);
+    this.freeStack = new Int32Array(numBlocks);
+    // Lowest ids on top, so a fresh pool hands out 0, 1, 2, …
+    for (let i = 0; i < numBlocks; i++) this.freeStack[i] = numBlocks - 1 - i;
+    this.freeCount = numBlocks;
+  }
+
+  /** As many blocks as `budgetBytes` holds (at least one), or null when not even one fits. */
+  static fromBudget(shape: KvCacheShape, budgetBytes: number): BlockPool | null {
+    const blocks = Math.floor(budgetBytes / bytesPerBlock(shape));
+    return blocks >= 1 ? new BlockPool(shape, blocks) : null;
+  }
+
+  /** A free block with reference count 1, or null when none is left. */
+  allocate(): number | null {
+    if (this.freeCount === 0) return null;
+    this.freeCount -= 1;
+    const block = this.freeStack[this.freeCount]!;
+    this.refCounts[block] = 1;
+    return block;
+  }
+
+  /** Another owner for `block` (a forked sequence shares it). */
+  retain(block: number): void {
+    this.check(block);
+    this.refCounts[block]! += 1;
+  }
+
+  /** One owner fewer; the block is free again when none is left. */
+  release(block: number): void {
+    this.check(block);
+    const count = this.refCounts[block]! - 1;
+    this.refCounts[block] = count;
+    if (count === 0) {
+      this.freeStack[this.freeCount] = block;
+      this.freeCount += 1;
+    }
+  }
+
+  refCount(block: number): number {
+    return this.refCounts[block] ?? 0;
+  }
+
+  /** Copies every layer's keys and values of `from` into `to` (copy-on-write). */
+  copyBlock(from: number, to: number): void {
+    const n = this.floatsPerBlock;
+    for (let layer = 0; layer < this.shape.numLayers; layer++) {
+      const keys = this.keys[layer]!;
+      const values = this.values[layer]!;
+      keys.copyWithin(to * n, from * n, (from + 1) * n);
+      values.copyWithin(to * n, from * n, (from + 1) * n);
+    }
+  }
+
+  get freeBlocks(): number {
+    return this.freeCount;
+  }
+
+  stats(): BlockPoolStats {
+    const used = this.numBlocks - this.freeCount;
+    return {
+      totalBlocks: this.numBlocks,
+      usedBlocks: used,
+      freeBlocks: this.freeCount,
+      utilization: used / this.numBlocks,
+    };
+  }
+
+  private check(block: number): void {
+    if (!Number.isInteger(block) || block < 0 || block >= this.numBlocks)
+      throw new RangeError(`block ${block} is not in this pool`);
+    if (this.refCounts[block] === 0) throw new Error(`block ${block} is not allocated`);
+  }
+}

@@ -1,0 +1,270 @@
+// The Llama forward pass over the paged KV cache, in dataflow order (llama2.c's readability,
+// Hugging Face's conventions). One call runs the new tokens of several sequences at once —
+// a prompt's many tokens (prefill) or one token each (decode), mixed freely — and returns
+// logits for each sequence's last new token (or for every new token, for tests).
+//
+// Per layer, for all T new tokens stacked as rows of x [T, hidden]:
+//   h  = rmsNorm(x) ⊙ inputNorm                               [T, hidden]
+//   q  = h·Wqᵀ [T, heads·headDim]   k = h·Wkᵀ, v = h·Wvᵀ [T, kvHeads·headDim]
+//   q, k ← RoPE at each token's position (rotate_half: pairs (i, i + headDim/2))
+//   k, v → the sequence's KV slots (block table: sequence-kv.ts)
+//   a  = softmax(q·Kᵀ/√headDim, causal) · V, per head; query head h reads kv head
+//        ⌊h / (heads/kvHeads)⌋ (grouped-query attention)         [T, heads·headDim]
+//   x += a·Woᵀ
+//   h  = rmsNorm(x) ⊙ postAttentionNorm
+//   x += (silu(h·Wgateᵀ) ⊙ h·Wupᵀ)·Wdownᵀ                        (SwiGLU)
+// then logits = rmsNorm(x) ⊙ norm · lmHeadᵀ                      [·, vocab]
+//
+// Weights are row-major [outFeatures, inFeatures] float32 as Hugging Face stores them.
+// Accumulations are in float64 (JavaScript numbers), stored as float32.
+
+import type { SequenceKv } from '../kv-cache/sequence-kv.ts';
+import { linear } from './linear.ts';
+
+export interface LlamaDims {
+  readonly vocabSize: number;
+  readonly hiddenSize: number;
+  readonly intermediateSize: number;
+  readonly numLayers: number;
+  readonly numHeads: number;
+  readonly numKvHeads: number;
+  readonly headDim: number;
+  readonly rmsNormEps: number;
+}
+
+export interface LlamaLayerTensors {
+  /** [hidden] */ readonly inputNorm: Float32Array;
+  /** [heads·headDim, hidden] */ readonly q: Float32Array;
+  /** [kvHeads·headDim, hidden] */ readonly k: Float32Array;
+  /** [kvHeads·headDim, hidden] */ readonly v: Float32Array;
+  /** [hidden, heads·headDim] */ readonly o: Float32Array;
+  /** [hidden] */ readonly postAttentionNorm: Float32Array;
+  /** [intermediate, hidden] */ readonly gate: Float32Array;
+  /** [intermediate, hidden] */ readonly up: Float32Array;
+  /** [hidden, intermediate] */ readonly down: Float32Array;
+}
+
+export interface LlamaTensors {
+  /** [vocab, hidden] */ readonly embedTokens: Float32Array;
+  readonly layers: readonly LlamaLayerTensors[];
+  /** [hidden] */ readonly norm: Float32Array;
+  /** [vocab, hidden]; the embedding itself when tied. */ readonly lmHead: Float32Array;
+}
+
+/** One sequence's share of a forward call. Its KV must have room: `kv.reserve(tokens.length)`. */
+export interface SequenceStep {
+  readonly tokens: readonly number[];
+  readonly kv: SequenceKv;
+}
+
+export class LlamaModel {
+  private readonly groupSize: number;
+
+  constructor(
+    readonly dims: LlamaDims,
+    private readonly tensors: LlamaTensors,
+    /** RoPE inverse frequencies [headDim / 2], scaling already applied. */
+    private readonly inverseFrequencies: Float64Array | Float32Array,
+  ) {
+    if (dims.numHeads % dims.numKvHeads !== 0)
+      throw new RangeError(`${dims.numHeads} heads do not group over ${dims.numKvHeads} kv heads`);
+    if (inverseFrequencies.length !== dims.headDim / 2)
+      throw new RangeError(
+        `${inverseFrequencies.length} RoPE frequencies for headDim ${dims.headDim}`,
+      );
+    this.groupSize = dims.numHeads / dims.numKvHeads;
+  }
+
+  /**
+   * Runs every step's new tokens, writes their keys and values into each step's KV (and
+   * commits them), and returns logits: one [vocab] array per step for its last token, or,
+   * with `allPositions`, one [tokens, vocab] array per step.
+   */
+  forward(steps: readonly SequenceStep[], allPositions = false): Float32Array[] {
+    const d = this.dims;
+    const hidden = d.hiddenSize;
+    const qWidth = d.numHeads * d.headDim;
+    const kvWidth = d.numKvHeads * d.headDim;
+    let total = 0;
+    for (const step of steps) {
+      if (step.tokens.length === 0) throw new RangeError('a step needs at least one token');
+      total += step.tokens.length;
+    }
+    // Row r of every activation belongs to step rowStep[r], at position rowPosition[r].
+    const rowPosition = new Int32Array(total);
+    const x = new Float32Array(total * hidden); // [T, hidden]
+    let row = 0;
+    for (const step of steps) {
+      const start = step.kv.numTokens;
+      for (let i = 0; i < step.tokens.length; i++, row++) {
+        const token = step.tokens[i]!;
+        if (!Number.isInteger(token) || token < 0 || token >= d.vocabSize)
+          throw new RangeError(`token id ${token} is outside the vocabulary (${d.vocabSize})`);
+        rowPosition[row] = start + i;
+        x.set(
+          this.tensors.embedTokens.subarray(token * hidden, (token + 1) * hidden),
+          row * hidden,
+        );
+      }
+    }
+
+    const h = new Float32Array(total * hidden);
+    const q = new Float32Array(total * qWidth);
+    const k = new Float32Array(total * kvWidth);
+    const v = new Float32Array(total * kvWidth);
+    const attention = new Float32Array(total * qWidth);
+    const projected = new Float32Array(total * hidden);
+    const gate = new Float32Array(total * d.intermediateSize);
+    const up = new Float32Array(total * d.intermediateSize);
+
+    for (let layer = 0; layer < d.numLayers; layer++) {
+      const w = this.tensors.layers[layer]!;
+      rmsNorm(x, w.inputNorm, h, total, hidden, d.rmsNormEps);
+      linear(h, total, hidden, w.q, qWidth, q);
+      linear(h, total, hidden, w.k, kvWidth, k);
+      linear(h, total, hidden, w.v, kvWidth, v);
+      this.rope(q, total, d.numHeads, rowPosition);
+      this.rope(k, total, d.numKvHeads, rowPosition);
+      this.attend(steps, layer, q, k, v, attention);
+      linear(attention, total, qWidth, w.o, hidden, projected);
+      for (let i = 0; i < x.length; i++) x[i] = x[i]! + projected[i]!;
+
+      rmsNorm(x, w.postAttentionNorm, h, total, hidden, d.rmsNormEps);
+      linear(h, total, hidden, w.gate, d.intermediateSize, gate);
+      linear(h, total, hidden, w.up, d.intermediateSize, up);
+      for (let i = 0; i < gate.length; i++) {
+        const g = gate[i]!;
+        gate[i] = (g / (1 + Math.exp(-g))) * up[i]!; // silu(g) · up
+      }
+      linear(gate, total, d.intermediateSize, w.down, hidden, projected);
+      for (let i = 0; i < x.length; i++) x[i] = x[i]! + projected[i]!;
+    }
+    for (const step of steps) step.kv.commit(step.tokens.length);
+
+    // Final norm and the vocabulary projection, only for the rows asked for.
+    const out: Float32Array[] = [];
+    row = 0;
+    for (const step of steps) {
+      const first = allPositions ? row : row + step.tokens.length - 1;
+      const rows = allPositions ? step.tokens.length : 1;
+      const normed = new Float32Array(rows * hidden);
+      rmsNorm(x.subarray(first * hidden), this.tensors.norm, normed, rows, hidden, d.rmsNormEps);
+      const logits = new Float32Array(rows * d.vocabSize);
+      linear(normed, rows, hidden, this.tensors.lmHead, d.vocabSize, logits);
+      out.push(logits);
+      row += step.tokens.length;
+    }
+    return out;
+  }
+
+  /** Rotates each head's (i, i + headDim/2) pairs by position · inverseFrequency[i]. */
+  private rope(data: Float32Array, rows: number, heads: number, rowPosition: Int32Array): void {
+    const headDim = this.dims.headDim;
+    const half = headDim / 2;
+    const frequencies = this.inverseFrequencies;
+    const cos = new Float64Array(half);
+    const sin = new Float64Array(half);
+    for (let r = 0; r < rows; r++) {
+      const position = rowPosition[r]!;
+      for (let i = 0; i < half; i++) {
+        // Hugging Face computes the angle in float32: (position · inv_freq) as float32.
+        const angle = Math.fround(position * Math.fround(frequencies[i]!));
+        cos[i] = Math.fround(Math.cos(angle));
+        sin[i] = Math.fround(Math.sin(angle));
+      }
+      for (let head = 0; head < heads; head++) {
+        const base = (r * heads + head) * headDim;
+        for (let i = 0; i < half; i++) {
+          const a = data[base + i]!;
+          const b = data[base + i + half]!;
+          data[base + i] = a * cos[i]! - b * sin[i]!;
+          data[base + i + half] = b * cos[i]! + a * sin[i]!;
+        }
+      }
+    }
+  }
+
+  /** Writes each row's k, v into its sequence's slots, then causal attention per step. */
+  private attend(
+    steps: readonly SequenceStep[],
+    layer: number,
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    out: Float32Array,
+  ): void {
+    const d = this.dims;
+    const headDim = d.headDim;
+    const kvWidth = d.numKvHeads * headDim;
+    const qWidth = d.numHeads * headDim;
+    const scale = 1 / Math.sqrt(headDim);
+    let row = 0;
+    for (const step of steps) {
+      const kv = step.kv;
+      const keys = kv.pool.keys[layer]!;
+      const values = kv.pool.values[layer]!;
+      const start = kv.numTokens;
+      const length = start + step.tokens.length;
+      // Slot offsets of every position this step can see, looked up once per layer.
+      const slots = new Int32Array(length);
+      for (let p = 0; p < length; p++) slots[p] = kv.slotOffset(p);
+      for (let i = 0; i < step.tokens.length; i++) {
+        const slot = slots[start + i]!;
+        keys.set(k.subarray((row + i) * kvWidth, (row + i + 1) * kvWidth), slot);
+        values.set(v.subarray((row + i) * kvWidth, (row + i + 1) * kvWidth), slot);
+      }
+      const scores = new Float64Array(length);
+      const accumulator = new Float64Array(headDim);
+      for (let i = 0; i < step.tokens.length; i++, row++) {
+        const visible = start + i + 1; // causal: positions 0 … start + i
+        for (let head = 0; head < d.numHeads; head++) {
+          const qBase = row * qWidth + head * headDim;
+          const kvHead = Math.floor(head / this.groupSize) * headDim;
+          let max = Number.NEGATIVE_INFINITY;
+          for (let p = 0; p < visible; p++) {
+            const kBase = slots[p]! + kvHead;
+            let dot = 0;
+            for (let j = 0; j < headDim; j++) dot += q[qBase + j]! * keys[kBase + j]!;
+            const score = dot * scale;
+            scores[p] = score;
+            if (score > max) max = score;
+          }
+          let sum = 0;
+          for (let p = 0; p < visible; p++) {
+            const e = Math.exp(scores[p]! - max);
+            scores[p] = e;
+            sum += e;
+          }
+          const oBase = row * qWidth + head * headDim;
+          accumulator.fill(0);
+          for (let p = 0; p < visible; p++) {
+            const weight = scores[p]! / sum;
+            const vBase = slots[p]! + kvHead;
+            for (let j = 0; j < headDim; j++) accumulator[j]! += weight * values[vBase + j]!;
+          }
+          for (let j = 0; j < headDim; j++) out[oBase + j] = accumulator[j]!;
+        }
+      }
+    }
+  }
+}
+
+/** out[r] = x[r] / √(mean(x[r]²) + eps) ⊙ weight, per row of `width`. */
+export function rmsNorm(
+  x: Float32Array,
+  weight: Float32Array,
+  out: Float32Array,
+  rows: number,
+  width: number,
+  eps: number,
+): void {
+  for (let r = 0; r < rows; r++) {
+    const base = r * width;
+    let squares = 0;
+    for (let i = 0; i < width; i++) squares += x[base + i]! * x[base + i]!;
+    // Hugging Face: hidden * rsqrt(variance + eps) in float32, then weight * (that, cast).
+    const inverse = Math.fround(1 / Math.sqrt(Math.fround(squares / width) + eps));
+    for (let i = 0; i < width; i++)
+      out[base + i] = weight[i]! * Math.fround(x[base + i]! * inverse);
+  }
+}
