@@ -15,11 +15,13 @@
 //   x += (silu(h·Wgateᵀ) ⊙ h·Wupᵀ)·Wdownᵀ                        (SwiGLU)
 // then logits = rmsNorm(x) ⊙ norm · lmHeadᵀ                      [·, vocab]
 //
-// Weights are row-major [outFeatures, inFeatures] float32 as Hugging Face stores them.
-// Accumulations are in float64 (JavaScript numbers), stored as float32.
+// Weights are row-major [outFeatures, inFeatures] float32 as Hugging Face stores them. They
+// are copied once into a kernel arena (WebAssembly memory), where the SIMD `linear` kernel
+// runs every projection (kernels/kernel-arena.ts); a step's activations are scratch in the
+// same arena. Norms, RoPE and attention are JavaScript, accumulating in float64.
 
+import { KernelArena } from '../kernels/kernel-arena.ts';
 import type { SequenceKv } from '../kv-cache/sequence-kv.ts';
-import { linear } from './linear.ts';
 
 export interface LlamaDims {
   readonly vocabSize: number;
@@ -57,14 +59,24 @@ export interface SequenceStep {
   readonly kv: SequenceKv;
 }
 
+export interface LlamaModelOptions {
+  /** Most new tokens one forward call may carry (prefill is chunked to this). Default 512. */
+  readonly maxTokensPerStep?: number;
+}
+
 export class LlamaModel {
   private readonly groupSize: number;
+  readonly maxTokensPerStep: number;
+  private readonly arena: KernelArena;
+  /** The weights, inside the arena. */
+  private readonly tensors: LlamaTensors;
 
   constructor(
     readonly dims: LlamaDims,
-    private readonly tensors: LlamaTensors,
+    tensors: LlamaTensors,
     /** RoPE inverse frequencies [headDim / 2], scaling already applied. */
     private readonly inverseFrequencies: Float64Array | Float32Array,
+    options: LlamaModelOptions = {},
   ) {
     if (dims.numHeads % dims.numKvHeads !== 0)
       throw new RangeError(`${dims.numHeads} heads do not group over ${dims.numKvHeads} kv heads`);
@@ -73,6 +85,42 @@ export class LlamaModel {
         `${inverseFrequencies.length} RoPE frequencies for headDim ${dims.headDim}`,
       );
     this.groupSize = dims.numHeads / dims.numKvHeads;
+    this.maxTokensPerStep = options.maxTokensPerStep ?? 512;
+    const tied = tensors.lmHead === tensors.embedTokens;
+    let weightFloats = tensors.embedTokens.length + tensors.norm.length;
+    if (!tied) weightFloats += tensors.lmHead.length;
+    for (const layer of tensors.layers)
+      for (const w of Object.values(layer) as Float32Array[]) weightFloats += w.length;
+    const scratch = this.scratchFloats(this.maxTokensPerStep);
+    // Each allocation may lose up to 15 bytes to alignment: 16 a tensor is plenty.
+    const tensorsCount = 3 + tensors.layers.length * 9 + 16;
+    this.arena = new KernelArena((weightFloats + scratch) * 4 + tensorsCount * 16);
+    const arena = this.arena;
+    const embedTokens = arena.copyIn(tensors.embedTokens);
+    this.tensors = {
+      embedTokens,
+      layers: tensors.layers.map((l) => ({
+        inputNorm: arena.copyIn(l.inputNorm),
+        q: arena.copyIn(l.q),
+        k: arena.copyIn(l.k),
+        v: arena.copyIn(l.v),
+        o: arena.copyIn(l.o),
+        postAttentionNorm: arena.copyIn(l.postAttentionNorm),
+        gate: arena.copyIn(l.gate),
+        up: arena.copyIn(l.up),
+        down: arena.copyIn(l.down),
+      })),
+      norm: arena.copyIn(tensors.norm),
+      lmHead: tied ? embedTokens : arena.copyIn(tensors.lmHead),
+    };
+  }
+
+  /** Scratch floats a step of `tokens` new tokens needs (activations and its logits). */
+  private scratchFloats(tokens: number): number {
+    const d = this.dims;
+    const q = d.numHeads * d.headDim;
+    const kv = d.numKvHeads * d.headDim;
+    return tokens * (4 * d.hiddenSize + 2 * q + 2 * kv + 2 * d.intermediateSize + d.vocabSize);
   }
 
   /**
@@ -81,18 +129,43 @@ export class LlamaModel {
    * with `allPositions`, one [tokens, vocab] array per step.
    */
   forward(steps: readonly SequenceStep[], allPositions = false): Float32Array[] {
-    const d = this.dims;
-    const hidden = d.hiddenSize;
-    const qWidth = d.numHeads * d.headDim;
-    const kvWidth = d.numKvHeads * d.headDim;
     let total = 0;
     for (const step of steps) {
       if (step.tokens.length === 0) throw new RangeError('a step needs at least one token');
       total += step.tokens.length;
     }
+    if (total > this.maxTokensPerStep)
+      throw new RangeError(`${total} tokens in one step; at most ${this.maxTokensPerStep}`);
+    const arena = this.arena;
+    const mark = arena.mark();
+    try {
+      return this.run(steps, total, allPositions);
+    } finally {
+      arena.reset(mark);
+    }
+  }
+
+  private run(
+    steps: readonly SequenceStep[],
+    total: number,
+    allPositions: boolean,
+  ): Float32Array[] {
+    const d = this.dims;
+    const hidden = d.hiddenSize;
+    const qWidth = d.numHeads * d.headDim;
+    const kvWidth = d.numKvHeads * d.headDim;
+    const arena = this.arena;
+    const linear = (
+      x: Float32Array,
+      rows: number,
+      inF: number,
+      w: Float32Array,
+      outF: number,
+      y: Float32Array,
+    ): void => arena.linear(x, rows, inF, w, outF, y);
     // Row r of every activation belongs to step rowStep[r], at position rowPosition[r].
     const rowPosition = new Int32Array(total);
-    const x = new Float32Array(total * hidden); // [T, hidden]
+    const x = arena.alloc(total * hidden); // [T, hidden]
     let row = 0;
     for (const step of steps) {
       const start = step.kv.numTokens;
@@ -108,14 +181,14 @@ export class LlamaModel {
       }
     }
 
-    const h = new Float32Array(total * hidden);
-    const q = new Float32Array(total * qWidth);
-    const k = new Float32Array(total * kvWidth);
-    const v = new Float32Array(total * kvWidth);
-    const attention = new Float32Array(total * qWidth);
-    const projected = new Float32Array(total * hidden);
-    const gate = new Float32Array(total * d.intermediateSize);
-    const up = new Float32Array(total * d.intermediateSize);
+    const h = arena.alloc(total * hidden);
+    const q = arena.alloc(total * qWidth);
+    const k = arena.alloc(total * kvWidth);
+    const v = arena.alloc(total * kvWidth);
+    const attention = arena.alloc(total * qWidth);
+    const projected = arena.alloc(total * hidden);
+    const gate = arena.alloc(total * d.intermediateSize);
+    const up = arena.alloc(total * d.intermediateSize);
 
     for (let layer = 0; layer < d.numLayers; layer++) {
       const w = this.tensors.layers[layer]!;
@@ -147,11 +220,11 @@ export class LlamaModel {
     for (const step of steps) {
       const first = allPositions ? row : row + step.tokens.length - 1;
       const rows = allPositions ? step.tokens.length : 1;
-      const normed = new Float32Array(rows * hidden);
+      const normed = arena.alloc(rows * hidden);
       rmsNorm(x.subarray(first * hidden), this.tensors.norm, normed, rows, hidden, d.rmsNormEps);
-      const logits = new Float32Array(rows * d.vocabSize);
+      const logits = arena.alloc(rows * d.vocabSize);
       linear(normed, rows, hidden, this.tensors.lmHead, d.vocabSize, logits);
-      out.push(logits);
+      out.push(logits.slice()); // out of the scratch, which the next step reuses
       row += step.tokens.length;
     }
     return out;
