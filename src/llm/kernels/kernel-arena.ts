@@ -16,11 +16,27 @@ const wasmModule = new WebAssembly.Module(readFileSync(new URL('./linear.wasm', 
 
 interface KernelExports {
   linear(x: number, rows: number, inF: number, w: number, outF: number, y: number): void;
+  attendRow(
+    q: number,
+    numHeads: number,
+    groupSize: number,
+    headDim: number,
+    keys: number,
+    values: number,
+    slots: number,
+    visible: number,
+    scale: number,
+    out: number,
+    scores: number,
+  ): void;
 }
 
 const pageBytes = 65536;
-/** Bytes left untouched at the start of memory (AssemblyScript's static area). */
-const reservedBytes = 1024;
+/**
+ * Bytes left untouched at the start of memory: AssemblyScript places its static data there
+ * from offset 1024 (the lookup tables of Mathf.exp, ~2 KB). One page keeps clear of it.
+ */
+const reservedBytes = pageBytes;
 
 export class KernelArena {
   readonly memory: WebAssembly.Memory;
@@ -49,6 +65,12 @@ export class KernelArena {
     return view;
   }
 
+  /** A zeroed int32 view of `count` elements, 16-byte aligned. */
+  allocInt32(count: number): Int32Array {
+    const floats = this.alloc(count);
+    return new Int32Array(floats.buffer, floats.byteOffset, count);
+  }
+
   /** A copy of `data` inside the arena. */
   copyIn(data: Float32Array): Float32Array {
     const view = this.alloc(data.length);
@@ -63,6 +85,44 @@ export class KernelArena {
 
   reset(mark: number): void {
     this.top = mark;
+  }
+
+  /**
+   * Causal attention of one token row over `visible` cached positions, every head (see
+   * attendRow in linear.as.ts). `slots[p]` is the byte offset of position p's kv head 0 from
+   * the start of `keys` (and of `values`, laid out alike). All views into this arena.
+   */
+  attendRow(
+    q: Float32Array,
+    numHeads: number,
+    groupSize: number,
+    headDim: number,
+    keys: Float32Array,
+    values: Float32Array,
+    slots: Int32Array,
+    visible: number,
+    scale: number,
+    out: Float32Array,
+    scores: Float32Array,
+  ): void {
+    this.kernels.attendRow(
+      q.byteOffset,
+      numHeads,
+      groupSize,
+      headDim,
+      keys.byteOffset,
+      values.byteOffset,
+      slots.byteOffset,
+      visible,
+      scale,
+      out.byteOffset,
+      scores.byteOffset,
+    );
+  }
+
+  /** Whether `view` lives in this arena's memory. */
+  holds(view: ArrayBufferView): boolean {
+    return view.buffer === this.memory.buffer;
   }
 
   /** y = x·Wᵀ (see linear.as.ts); every array must be a view into this arena. */

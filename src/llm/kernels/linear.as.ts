@@ -122,3 +122,69 @@ export function linear(x: usize, rows: i32, inF: i32, w: usize, outF: i32, y: us
     }
   }
 }
+
+/**
+ * Causal attention of one token row over its sequence's cached positions, every head:
+ *   q      f32 [numHeads, headDim]                 at byte offset q
+ *   keys / values: the layer's block-pool arrays; position p's kv head g starts at byte
+ *          offset keys + slots[p] + g·headDim·4 (slots: i32 [visible], byte offsets of kv head 0)
+ *   out    f32 [numHeads, headDim]
+ *   scores f32 [visible] scratch
+ * Query head h reads kv head ⌊h / groupSize⌋ (grouped-query attention).
+ */
+export function attendRow(
+  q: usize,
+  numHeads: i32,
+  groupSize: i32,
+  headDim: i32,
+  keys: usize,
+  values: usize,
+  slots: usize,
+  visible: i32,
+  scale: f32,
+  out: usize,
+  scores: usize,
+): void {
+  const headBytes = (<usize>headDim) << 2;
+  const vecEnd = headDim & ~3;
+  for (let h = 0; h < numHeads; h++) {
+    const qh = q + (<usize>h) * headBytes;
+    const kvOffset = (<usize>(h / groupSize)) * headBytes;
+    let max = -Infinity as f32;
+    for (let p = 0; p < visible; p++) {
+      const slot = <usize>load<i32>(slots + ((<usize>p) << 2));
+      const s = dot(qh, keys + slot + kvOffset, headDim) * scale;
+      store<f32>(scores + ((<usize>p) << 2), s);
+      if (s > max) max = s;
+    }
+    let sum: f32 = 0;
+    for (let p = 0; p < visible; p++) {
+      const at = scores + ((<usize>p) << 2);
+      const e = Mathf.exp(load<f32>(at) - max);
+      store<f32>(at, e);
+      sum += e;
+    }
+    const inverse: f32 = 1 / sum;
+    const oh = out + (<usize>h) * headBytes;
+    let i = 0;
+    for (; i < vecEnd; i += 4) {
+      const off = (<usize>i) << 2;
+      let acc = f32x4.splat(0);
+      for (let p = 0; p < visible; p++) {
+        const slot = <usize>load<i32>(slots + ((<usize>p) << 2));
+        const weight = f32x4.splat(load<f32>(scores + ((<usize>p) << 2)));
+        acc = f32x4.add(acc, f32x4.mul(weight, v128.load(values + slot + kvOffset + off)));
+      }
+      v128.store(oh + off, f32x4.mul(acc, f32x4.splat(inverse)));
+    }
+    for (; i < headDim; i++) {
+      const off = (<usize>i) << 2;
+      let acc: f32 = 0;
+      for (let p = 0; p < visible; p++) {
+        const slot = <usize>load<i32>(slots + ((<usize>p) << 2));
+        acc += load<f32>(scores + ((<usize>p) << 2)) * load<f32>(values + slot + kvOffset + off);
+      }
+      store<f32>(oh + off, acc * inverse);
+    }
+  }
+}

@@ -51,6 +51,8 @@ export class BlockPool {
   constructor(
     readonly shape: KvCacheShape,
     numBlocks: number,
+    /** Where the key and value arrays live (the model's kernel arena, for its kernels). */
+    allocate: (floats: number) => Float32Array = (floats) => new Float32Array(floats),
   ) {
     if (!Number.isInteger(numBlocks) || numBlocks < 1)
       throw new RangeError(`a KV block pool needs at least one block, not ${numBlocks}`);
@@ -58,8 +60,8 @@ export class BlockPool {
     this.blockSize = shape.blockSize;
     this.floatsPerBlock = shape.blockSize * shape.numKvHeads * shape.headDim;
     const floats = numBlocks * this.floatsPerBlock;
-    this.keys = Array.from({ length: shape.numLayers }, () => new Float32Array(floats));
-    this.values = Array.from({ length: shape.numLayers }, () => new Float32Array(floats));
+    this.keys = Array.from({ length: shape.numLayers }, () => allocate(floats));
+    this.values = Array.from({ length: shape.numLayers }, () => allocate(floats));
     this.refCounts = new Int32Array(numBlocks);
     this.freeStack = new Int32Array(numBlocks);
     // Lowest ids on top, so a fresh pool hands out 0, 1, 2, …

@@ -21,6 +21,7 @@
 // same arena. Norms, RoPE and attention are JavaScript, accumulating in float64.
 
 import { KernelArena } from '../kernels/kernel-arena.ts';
+import { BlockPool, bytesPerBlock } from '../kv-cache/block-pool.ts';
 import type { SequenceKv } from '../kv-cache/sequence-kv.ts';
 
 export interface LlamaDims {
@@ -62,6 +63,14 @@ export interface SequenceStep {
 export interface LlamaModelOptions {
   /** Most new tokens one forward call may carry (prefill is chunked to this). Default 512. */
   readonly maxTokensPerStep?: number;
+  /**
+   * A paged KV cache of this many blocks inside the model's kernel arena (`model.pool`),
+   * where the attention kernel reads it in place. Without it, the caller brings its own pool
+   * and attention runs in JavaScript.
+   */
+  readonly kvCache?: { readonly numBlocks: number; readonly blockSize: number };
+  /** Most positions a sequence may have (sizes the attention scratch). Default 4096. */
+  readonly maxPositions?: number;
 }
 
 export class LlamaModel {
@@ -70,6 +79,8 @@ export class LlamaModel {
   private readonly arena: KernelArena;
   /** The weights, inside the arena. */
   private readonly tensors: LlamaTensors;
+  /** The KV cache inside the arena, when the options asked for one. */
+  readonly pool: BlockPool | null;
 
   constructor(
     readonly dims: LlamaDims,
@@ -91,10 +102,20 @@ export class LlamaModel {
     if (!tied) weightFloats += tensors.lmHead.length;
     for (const layer of tensors.layers)
       for (const w of Object.values(layer) as Float32Array[]) weightFloats += w.length;
-    const scratch = this.scratchFloats(this.maxTokensPerStep);
+    // Attention scratch: byte slots and scores for the longest sequence.
+    const scratch =
+      this.scratchFloats(this.maxTokensPerStep) + 2 * (options.maxPositions ?? 4096) + 64;
+    const shape = {
+      numLayers: dims.numLayers,
+      numKvHeads: dims.numKvHeads,
+      headDim: dims.headDim,
+      blockSize: options.kvCache?.blockSize ?? 16,
+    };
+    const cacheBytes =
+      options.kvCache === undefined ? 0 : options.kvCache.numBlocks * bytesPerBlock(shape) + 1024;
     // Each allocation may lose up to 15 bytes to alignment: 16 a tensor is plenty.
     const tensorsCount = 3 + tensors.layers.length * 9 + 16;
-    this.arena = new KernelArena((weightFloats + scratch) * 4 + tensorsCount * 16);
+    this.arena = new KernelArena((weightFloats + scratch) * 4 + tensorsCount * 16 + cacheBytes);
     const arena = this.arena;
     const embedTokens = arena.copyIn(tensors.embedTokens);
     this.tensors = {
@@ -113,6 +134,10 @@ export class LlamaModel {
       norm: arena.copyIn(tensors.norm),
       lmHead: tied ? embedTokens : arena.copyIn(tensors.lmHead),
     };
+    this.pool =
+      options.kvCache === undefined
+        ? null
+        : new BlockPool(shape, options.kvCache.numBlocks, (floats) => arena.alloc(floats));
   }
 
   /** Scratch floats a step of `tokens` new tokens needs (activations and its logits). */
@@ -285,6 +310,31 @@ export class LlamaModel {
         const slot = slots[start + i]!;
         keys.set(k.subarray((row + i) * kvWidth, (row + i + 1) * kvWidth), slot);
         values.set(v.subarray((row + i) * kvWidth, (row + i + 1) * kvWidth), slot);
+      }
+      const arena = this.arena;
+      if (arena.holds(keys) && arena.holds(values)) {
+        // The cache lives in the kernel arena: the SIMD kernel reads it in place.
+        const mark = arena.mark();
+        const byteSlots = arena.allocInt32(length);
+        for (let p = 0; p < length; p++) byteSlots[p] = slots[p]! * 4;
+        const scratch = arena.alloc(length);
+        for (let i = 0; i < step.tokens.length; i++, row++) {
+          arena.attendRow(
+            q.subarray(row * qWidth, (row + 1) * qWidth),
+            d.numHeads,
+            this.groupSize,
+            headDim,
+            keys,
+            values,
+            byteSlots,
+            start + i + 1,
+            scale,
+            out.subarray(row * qWidth, (row + 1) * qWidth),
+            scratch,
+          );
+        }
+        arena.reset(mark);
+        continue;
       }
       const scores = new Float64Array(length);
       const accumulator = new Float64Array(headDim);

@@ -219,3 +219,33 @@ test('a token outside the vocabulary is refused before anything is written', () 
   assert.throws(() => model.forward([{ tokens: [1, 40], kv }]), /outside the vocabulary/);
   assert.equal(kv.numTokens, 0);
 });
+
+test('with the cache in the kernel arena, SIMD attention matches the reference too', () => {
+  const { tensors, frequencies } = randomModel(13);
+  const model = new LlamaModel(dims, tensors, frequencies, {
+    kvCache: { numBlocks: 12, blockSize: 2 },
+    maxPositions: 64,
+  });
+  const pool = model.pool!;
+  // Scramble the free list so pages are far from contiguous.
+  const taken = Array.from({ length: 12 }, () => pool.allocate()!);
+  for (const b of [7, 2, 11, 0, 5, 9, 1, 4, 10, 3, 8, 6]) pool.release(taken[b]!);
+  const tokens = [6, 1, 33, 12, 12, 7, 25, 0, 19];
+  const expected = reference(tensors, frequencies, tokens);
+  const kv = new SequenceKv(pool);
+  assert.ok(kv.reserve(5));
+  const [prefill] = model.forward([{ tokens: tokens.slice(0, 5), kv }], true);
+  for (let p = 0; p < 5; p++)
+    assertClose(
+      prefill!.subarray(p * dims.vocabSize, (p + 1) * dims.vocabSize),
+      expected[p]!,
+      `prefill @${p}`,
+    );
+  for (let p = 5; p < tokens.length; p++) {
+    assert.ok(kv.reserve(1));
+    const [logits] = model.forward([{ tokens: [tokens[p]!], kv }]);
+    assertClose(logits!, expected[p]!, `decode @${p}`);
+  }
+  kv.release();
+  assert.equal(pool.freeBlocks, 12);
+});
