@@ -3,7 +3,9 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'fixtures/**', '.kiln/**', 'coverage/**', '**/*.as.ts'] },
+  {
+    ignores: ['dist/**', 'node_modules/**', 'fixtures/**', '.kiln/**', 'coverage/**', '**/*.as.ts'],
+  },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {

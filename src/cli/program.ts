@@ -14,6 +14,7 @@ import { registerEndpointsCommands } from './commands/endpoints.ts';
 import { registerGcCommand } from './commands/gc.ts';
 import { registerHealthCommand } from './commands/health.ts';
 import { registerKeysCommands } from './commands/keys.ts';
+import { registerLlmCommands } from './commands/llm.ts';
 import { registerModelsCommands } from './commands/models.ts';
 import { registerPolicyCommands } from './commands/policy.ts';
 import { registerPredictCommand } from './commands/predict.ts';
@@ -59,6 +60,7 @@ export function buildProgram(): Command {
   registerTeamsCommands(program);
   registerGcCommand(program);
   registerHealthCommand(program);
+  registerLlmCommands(program);
   acceptGlobalOptionsEverywhere(program);
   return program;
 }

@@ -41,7 +41,8 @@ export type GenerationEvent =
       readonly token: number;
       /** Text this token completes (may be '' while a character or a stop string is pending). */
       readonly text: string;
-      readonly logprob: number;
+      /** null unless the request's sampling asked for log-probabilities. */
+      readonly logprob: number | null;
       readonly topLogprobs: readonly { readonly token: number; readonly logprob: number }[];
     }
   | {

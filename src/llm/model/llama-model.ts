@@ -81,6 +81,8 @@ export class LlamaModel {
   private readonly tensors: LlamaTensors;
   /** The KV cache inside the arena, when the options asked for one. */
   readonly pool: BlockPool | null;
+  private ropeCos = new Float32Array(0);
+  private ropeSin = new Float32Array(0);
 
   constructor(
     readonly dims: LlamaDims,
@@ -255,28 +257,47 @@ export class LlamaModel {
     return out;
   }
 
+  /**
+   * cos and sin of position · inverseFrequency[i] for positions below `positions`, as
+   * Float32Array [positions, headDim/2] each, grown on demand. Hugging Face computes the
+   * angle in float32 ((position · inv_freq) as float32), then its cos and sin.
+   */
+  private ropeTable(positions: number): { cos: Float32Array; sin: Float32Array } {
+    const half = this.dims.headDim / 2;
+    if (this.ropeCos.length >= positions * half) return { cos: this.ropeCos, sin: this.ropeSin };
+    const size = Math.max(positions, 2 * (this.ropeCos.length / half), 256);
+    const cos = new Float32Array(size * half);
+    const sin = new Float32Array(size * half);
+    for (let position = 0; position < size; position++) {
+      for (let i = 0; i < half; i++) {
+        const angle = Math.fround(position * Math.fround(this.inverseFrequencies[i]!));
+        cos[position * half + i] = Math.cos(angle);
+        sin[position * half + i] = Math.sin(angle);
+      }
+    }
+    this.ropeCos = cos;
+    this.ropeSin = sin;
+    return { cos, sin };
+  }
+
   /** Rotates each head's (i, i + headDim/2) pairs by position · inverseFrequency[i]. */
   private rope(data: Float32Array, rows: number, heads: number, rowPosition: Int32Array): void {
     const headDim = this.dims.headDim;
     const half = headDim / 2;
-    const frequencies = this.inverseFrequencies;
-    const cos = new Float64Array(half);
-    const sin = new Float64Array(half);
+    let maxPosition = 0;
+    for (let r = 0; r < rows; r++) maxPosition = Math.max(maxPosition, rowPosition[r]!);
+    const { cos, sin } = this.ropeTable(maxPosition + 1);
     for (let r = 0; r < rows; r++) {
-      const position = rowPosition[r]!;
-      for (let i = 0; i < half; i++) {
-        // Hugging Face computes the angle in float32: (position · inv_freq) as float32.
-        const angle = Math.fround(position * Math.fround(frequencies[i]!));
-        cos[i] = Math.fround(Math.cos(angle));
-        sin[i] = Math.fround(Math.sin(angle));
-      }
+      const table = rowPosition[r]! * half;
       for (let head = 0; head < heads; head++) {
         const base = (r * heads + head) * headDim;
         for (let i = 0; i < half; i++) {
           const a = data[base + i]!;
           const b = data[base + i + half]!;
-          data[base + i] = a * cos[i]! - b * sin[i]!;
-          data[base + i + half] = b * cos[i]! + a * sin[i]!;
+          const c = cos[table + i]!;
+          const s = sin[table + i]!;
+          data[base + i] = a * c - b * s;
+          data[base + i + half] = b * c + a * s;
         }
       }
     }

@@ -27,14 +27,17 @@ export interface SamplingParams {
   readonly frequencyPenalty?: number;
   /** Same seed, same prompt, same parameters → the same tokens. Absent: a random seed. */
   readonly seed?: number;
-  /** Top-N log-probabilities to report with each token (0–20); absent = none. */
+  /**
+   * Report log-probabilities: the chosen token's, and the top N (0–20) with each token.
+   * Absent = none (and no log-softmax over the vocabulary is computed).
+   */
   readonly logprobs?: number;
 }
 
 export interface SampledToken {
   readonly token: number;
-  /** log P(token) under the model (raw logits). */
-  readonly logprob: number;
+  /** log P(token) under the model (raw logits); null unless `logprobs` was asked for. */
+  readonly logprob: number | null;
   /** The N most likely tokens and their log-probabilities, most likely first. */
   readonly topLogprobs: readonly { readonly token: number; readonly logprob: number }[];
 }
@@ -82,7 +85,6 @@ export class Sampler {
   sample(logits: Float32Array): SampledToken {
     const p = this.params;
     const vocab = logits.length;
-    const raw = logSoftmax(logits);
     const scores = Float64Array.from(logits);
     const repetition = p.repetitionPenalty ?? 1;
     if (repetition !== 1) {
@@ -108,7 +110,9 @@ export class Sampler {
     }
     this.outputCounts.set(token, (this.outputCounts.get(token) ?? 0) + 1);
     this.seen.add(token);
-    return { token, logprob: raw[token]!, topLogprobs: topN(raw, p.logprobs ?? 0) };
+    if (p.logprobs === undefined) return { token, logprob: null, topLogprobs: [] };
+    const raw = logSoftmax(logits);
+    return { token, logprob: raw[token]!, topLogprobs: topN(raw, p.logprobs) };
   }
 
   /** Top-k, top-p, min-p over softmax(scores), then one draw. */

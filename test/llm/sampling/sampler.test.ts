@@ -119,6 +119,9 @@ test('log-probabilities are the raw model distribution, top-N most likely first'
     [1, 3, 2],
   );
   assert.equal(result.topLogprobs[2]!.logprob, expected[2]);
+  // Not asked for: none computed.
+  const quiet = new Sampler({ temperature: 0 }, []).sample(logits);
+  assert.deepEqual([quiet.logprob, quiet.topLogprobs], [null, []]);
   const sum = [...expected].reduce((s, l) => s + Math.exp(l), 0);
   assert.ok(Math.abs(sum - 1) < 1e-12);
 });

@@ -1,0 +1,165 @@
+// `npm run bench -- llm-engine [--new-tokens N] [--streams N] [--repeats N]`: decode speed of
+// Kiln's LLM engine (src/llm) on the committed tiny Llama (fixtures/llm/tiny-llama: hidden 128,
+// 4 layers, GQA 8/2, vocab 1024, ~1 M parameters), one stream and N streams (default 16)
+// decoded together, next to a PyTorch eager greedy loop with a KV cache on the same model,
+// prompt and thread count (bench/peers/torch_llama_decode.py; Debian's python3-torch), and
+// against llama.cpp's figures for a model of this shape on this machine, from the issue.
+//
+// Only decode steps are timed: from each side's first generated token to its last, greedy,
+// no stop. Our engine runs on one thread; PyTorch is given one thread too.
+
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+
+import { createModel } from '../src/llm/engine/create-model.ts';
+import { generate } from '../src/llm/engine/generation.ts';
+import { loadLlamaFolder } from '../src/llm/loader/load-llama-folder.ts';
+import type { LlamaModel } from '../src/llm/model/llama-model.ts';
+import { goal, table } from './_report.ts';
+
+const root = new URL('../', import.meta.url).pathname;
+const modelDir = `${root}fixtures/llm/tiny-llama`;
+const python = '/usr/bin/python3';
+/** llama.cpp on this machine, a 1 M-parameter Llama of this shape (issue 5). */
+const llamaCpp = { singleTokensPerS: 7400, batch16TokensPerS: 9500 };
+
+function option(args: readonly string[], name: string, fallback: number): number {
+  const i = args.indexOf(`--${name}`);
+  const value = i >= 0 ? Number(args[i + 1]) : fallback;
+  return Number.isInteger(value) && value > 0 ? value : fallback;
+}
+
+/** Decode tokens per second of `streams` copies of `prompt`, greedy, `newTokens` each. */
+function decodeRate(
+  model: LlamaModel,
+  prompt: readonly number[],
+  streams: number,
+  newTokens: number,
+): number {
+  const pool = model.pool!;
+  const firstToken = new Map<number, number>();
+  let lastMs = 0;
+  let decoded = 0;
+  const requests = Array.from({ length: streams }, () => ({
+    promptTokens: prompt,
+    maxTokens: newTokens,
+    sampling: { temperature: 0 },
+  }));
+  for (const event of generate(model, pool, requests)) {
+    if (event.kind !== 'token') continue;
+    const now = performance.now();
+    if (!firstToken.has(event.request)) firstToken.set(event.request, now);
+    else decoded += 1;
+    lastMs = now;
+  }
+  // Decoding starts once every stream has its first token (prefills are not timed).
+  const start = Math.max(...firstToken.values());
+  return decoded / ((lastMs - start) / 1000);
+}
+
+interface TorchFigures {
+  readonly single_tokens_per_s: number;
+  readonly batch_tokens_per_s: number;
+  readonly torch: string;
+}
+
+/** The PyTorch peer's figures, or null (and why, printed) when it cannot run. */
+function runTorchPeer(
+  prompt: readonly number[],
+  newTokens: number,
+  streams: number,
+): TorchFigures | null {
+  const peer = `${root}bench/peers/torch_llama_decode.py`;
+  if (!existsSync(python)) {
+    console.log(`PyTorch peer skipped: ${python} not found (apt-get install python3-torch)`);
+    return null;
+  }
+  const out = spawnSync(
+    python,
+    [
+      peer,
+      '--model',
+      modelDir,
+      '--prompt-ids',
+      JSON.stringify(prompt),
+      '--new-tokens',
+      String(newTokens),
+      '--streams',
+      String(streams),
+      '--threads',
+      '1',
+    ],
+    { encoding: 'utf8' },
+  );
+  if (out.status !== 0) {
+    console.log(`PyTorch peer failed: ${(out.stderr || out.stdout).trim().split('\n').at(-1)}`);
+    return null;
+  }
+  return JSON.parse(out.stdout.trim().split('\n').at(-1)!) as TorchFigures;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+export async function run(args: readonly string[]): Promise<void> {
+  const newTokens = option(args, 'new-tokens', 256);
+  const streams = option(args, 'streams', 16);
+  const repeats = option(args, 'repeats', 5);
+  const loaded = await loadLlamaFolder(modelDir);
+  if (!loaded.ok) throw new Error(loaded.message);
+  const created = createModel(loaded.config, loaded.weights, { kvCacheBytes: 64 << 20 });
+  if (!created.ok) throw new Error(created.message);
+  const model = created.model;
+  const reference = JSON.parse(await readFile(`${modelDir}/reference.json`, 'utf8')) as {
+    prompts: { name: string; ids: number[] }[];
+    parameterCount: number;
+  };
+  const prompt = reference.prompts.find((p) => p.name === 'license-sentence')?.ids ?? [1];
+  console.log(
+    `model fixtures/llm/tiny-llama (${reference.parameterCount.toLocaleString('en-US')} parameters), ` +
+      `prompt ${prompt.length} tokens, ${newTokens} new tokens a stream, greedy, one thread`,
+  );
+
+  decodeRate(model, prompt, 1, 32); // warm-up: compile the kernels' callers
+  decodeRate(model, prompt, streams, 32);
+  const single = median(
+    Array.from({ length: repeats }, () => decodeRate(model, prompt, 1, newTokens)),
+  );
+  const batch = median(
+    Array.from({ length: repeats }, () => decodeRate(model, prompt, streams, newTokens)),
+  );
+
+  const torch = runTorchPeer(prompt, newTokens, streams);
+
+  const rows: (string | number)[][] = [
+    ['kiln (src/llm)', single, batch, batch / single],
+    [
+      `pytorch ${torch?.torch ?? '(missing)'} eager, KV cache`,
+      torch?.single_tokens_per_s ?? Number.NaN,
+      torch?.batch_tokens_per_s ?? Number.NaN,
+      torch === null ? Number.NaN : torch.batch_tokens_per_s / torch.single_tokens_per_s,
+    ],
+    [
+      'llama.cpp (issue 5, this machine; batch on 2 threads)',
+      llamaCpp.singleTokensPerS,
+      llamaCpp.batch16TokensPerS,
+      llamaCpp.batch16TokensPerS / llamaCpp.singleTokensPerS,
+    ],
+  ];
+  console.log(
+    `\n${table(['engine', '1 stream tok/s', `${streams} streams tok/s`, 'batch ÷ single'], rows)}`,
+  );
+  const vsTorch = torch === null ? Number.NaN : single / torch.single_tokens_per_s;
+  console.log(
+    `\nkiln ÷ pytorch: 1 stream ${vsTorch.toFixed(2)}×, ${streams} streams ${
+      torch === null ? 'NaN' : (batch / torch.batch_tokens_per_s).toFixed(2)
+    }×; kiln ÷ llama.cpp: 1 stream ${(single / llamaCpp.singleTokensPerS).toFixed(2)}×, ${streams} streams ${(batch / llamaCpp.batch16TokensPerS).toFixed(2)}×\n`,
+  );
+  goal('llm-engine', 'single_stream_vs_pytorch', vsTorch, '>=', 1);
+  goal('llm-engine', 'batch16_vs_own_single', batch / single, '>=', 6);
+  goal('llm-engine', 'single_stream_vs_llamacpp', single / llamaCpp.singleTokensPerS, '>=', 0.5);
+  goal('llm-engine', 'batch16_vs_llamacpp', batch / llamaCpp.batch16TokensPerS, '>=', 1);
+}
