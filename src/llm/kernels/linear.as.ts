@@ -166,7 +166,29 @@ export function attendRow(
     }
     const inverse: f32 = 1 / sum;
     const oh = out + (<usize>h) * headBytes;
+    // out = Σ_p weight_p · v_p, 16 floats (four vectors) of the head at a time, positions in
+    // the inner loop so each weight and slot is read once per chunk.
     let i = 0;
+    for (; i + 16 <= vecEnd; i += 16) {
+      const off = (<usize>i) << 2;
+      let a0 = f32x4.splat(0);
+      let a1 = f32x4.splat(0);
+      let a2 = f32x4.splat(0);
+      let a3 = f32x4.splat(0);
+      for (let p = 0; p < visible; p++) {
+        const base = values + (<usize>load<i32>(slots + ((<usize>p) << 2))) + kvOffset + off;
+        const weight = f32x4.splat(load<f32>(scores + ((<usize>p) << 2)));
+        a0 = f32x4.add(a0, f32x4.mul(weight, v128.load(base)));
+        a1 = f32x4.add(a1, f32x4.mul(weight, v128.load(base + 16)));
+        a2 = f32x4.add(a2, f32x4.mul(weight, v128.load(base + 32)));
+        a3 = f32x4.add(a3, f32x4.mul(weight, v128.load(base + 48)));
+      }
+      const scale4 = f32x4.splat(inverse);
+      v128.store(oh + off, f32x4.mul(a0, scale4));
+      v128.store(oh + off + 16, f32x4.mul(a1, scale4));
+      v128.store(oh + off + 32, f32x4.mul(a2, scale4));
+      v128.store(oh + off + 48, f32x4.mul(a3, scale4));
+    }
     for (; i < vecEnd; i += 4) {
       const off = (<usize>i) << 2;
       let acc = f32x4.splat(0);
