@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import { loadTokenizer } from '../../src/llm/tokenizer/load-tokenizer.ts';
 import { Cli, root } from './cli-harness.ts';
 
 const model = `${root}/fixtures/llm/tiny-llama`;
@@ -70,4 +71,30 @@ test('a prompt past the context, a bad option and a missing folder are refused c
   const missing = await cli.run(['llm', 'generate', `${root}/fixtures/llm/nope`, '--prompt', 'x']);
   assert.equal(missing.code, 1);
   assert.match(missing.stderr, /no config\.json/);
+});
+
+test('--chat wraps the prompt with the folder chat template before encoding it', async () => {
+  const tokenizer = await loadTokenizer(model);
+  if (!tokenizer.ok) assert.fail(tokenizer.message);
+  const rendered = tokenizer.tokenizer.applyChatTemplate(
+    [{ role: 'user', content: 'What is free software?' }],
+    { addGenerationPrompt: true },
+  );
+  if (!rendered.ok) assert.fail(rendered.message);
+  const expected = tokenizer.tokenizer.encode(rendered.text, { addSpecialTokens: false });
+  const run = await cli.run([
+    'llm',
+    'generate',
+    model,
+    '--prompt',
+    'What is free software?',
+    '--chat',
+    '--max-tokens',
+    '4',
+    '--temperature',
+    '0',
+  ]);
+  assert.equal(run.code, 0, run.stderr);
+  assert.match(run.stderr, new RegExp(`prompt ${expected.length} tokens in`));
+  assert.ok(rendered.text.includes('<|start_header_id|>user<|end_header_id|>'));
 });
