@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 
 import { createModel } from '../src/llm/engine/create-model.ts';
-import { generate } from '../src/llm/engine/generation.ts';
+import { generate, type GenerationEvent } from '../src/llm/engine/generation.ts';
 import { ParallelEngine } from '../src/llm/engine/parallel-engine.ts';
 import { loadLlamaFolder } from '../src/llm/loader/load-llama-folder.ts';
 import type { LlamaModel } from '../src/llm/model/llama-model.ts';
@@ -32,6 +32,35 @@ function option(args: readonly string[], name: string, fallback: number): number
   return Number.isInteger(value) && value > 0 ? value : fallback;
 }
 
+/** Decode tokens per second from a run's events: from the last stream's first token on. */
+class DecodeClock {
+  private readonly firstToken = new Map<number, number>();
+  private lastMs = 0;
+  private decoded = 0;
+
+  see(event: GenerationEvent): void {
+    if (event.kind !== 'token') return;
+    const now = performance.now();
+    if (!this.firstToken.has(event.request)) this.firstToken.set(event.request, now);
+    else this.decoded += 1;
+    this.lastMs = now;
+  }
+
+  /** Decoding starts once every stream has its first token (prefills are not timed). */
+  tokensPerSecond(): number {
+    const start = Math.max(...this.firstToken.values());
+    return this.decoded / ((this.lastMs - start) / 1000);
+  }
+}
+
+function greedyRequests(prompt: readonly number[], streams: number, newTokens: number) {
+  return Array.from({ length: streams }, () => ({
+    promptTokens: prompt,
+    maxTokens: newTokens,
+    sampling: { temperature: 0 },
+  }));
+}
+
 /** Decode tokens per second of `streams` copies of `prompt`, greedy, `newTokens` each. */
 function decodeRate(
   model: LlamaModel,
@@ -39,25 +68,10 @@ function decodeRate(
   streams: number,
   newTokens: number,
 ): number {
-  const pool = model.pool!;
-  const firstToken = new Map<number, number>();
-  let lastMs = 0;
-  let decoded = 0;
-  const requests = Array.from({ length: streams }, () => ({
-    promptTokens: prompt,
-    maxTokens: newTokens,
-    sampling: { temperature: 0 },
-  }));
-  for (const event of generate(model, pool, requests)) {
-    if (event.kind !== 'token') continue;
-    const now = performance.now();
-    if (!firstToken.has(event.request)) firstToken.set(event.request, now);
-    else decoded += 1;
-    lastMs = now;
-  }
-  // Decoding starts once every stream has its first token (prefills are not timed).
-  const start = Math.max(...firstToken.values());
-  return decoded / ((lastMs - start) / 1000);
+  const clock = new DecodeClock();
+  for (const event of generate(model, model.pool!, greedyRequests(prompt, streams, newTokens)))
+    clock.see(event);
+  return clock.tokensPerSecond();
 }
 
 interface TorchFigures {
@@ -108,23 +122,10 @@ async function parallelDecodeRate(
   streams: number,
   newTokens: number,
 ): Promise<number> {
-  const firstToken = new Map<number, number>();
-  let lastMs = 0;
-  let decoded = 0;
-  const requests = Array.from({ length: streams }, () => ({
-    promptTokens: prompt,
-    maxTokens: newTokens,
-    sampling: { temperature: 0 },
-  }));
-  for await (const event of engine.generate(requests)) {
-    if (event.kind !== 'token') continue;
-    const now = performance.now();
-    if (!firstToken.has(event.request)) firstToken.set(event.request, now);
-    else decoded += 1;
-    lastMs = now;
-  }
-  const start = Math.max(...firstToken.values());
-  return decoded / ((lastMs - start) / 1000);
+  const clock = new DecodeClock();
+  for await (const event of engine.generate(greedyRequests(prompt, streams, newTokens)))
+    clock.see(event);
+  return clock.tokensPerSecond();
 }
 
 function median(values: number[]): number {
