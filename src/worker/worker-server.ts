@@ -185,6 +185,23 @@ export function createWorkerServer(
 ): Server {
   const version = String(spec.version);
   const series = { endpoint: spec.endpoint, version };
+  // Metric series bound once: the hot path then hashes no label sets per request.
+  const inflightGauge = metrics.inflight.labels({ endpoint: spec.endpoint });
+  const durationSeconds = metrics.duration.labels(series);
+  const executions = metrics.executions.labels(series);
+  const batchSize = metrics.batchSize.labels(series);
+  const queueWait = metrics.queueWait.labels(series);
+  const shed = metrics.shed.labels(series);
+  const expiredCount = metrics.expired.labels(series);
+  const requestsByStatus = new Map<number, { inc(): void }>();
+  const countRequest = (status: number): void => {
+    let counter = requestsByStatus.get(status);
+    if (counter === undefined) {
+      counter = metrics.requests.labels({ ...series, code: String(status) });
+      requestsByStatus.set(status, counter);
+    }
+    counter.inc();
+  };
 
   function notReady(): KilnError {
     return kilnError('KILN_MODEL_NOT_READY', {
@@ -207,8 +224,9 @@ export function createWorkerServer(
 
   /**
    * One infer request, from its body (or, from the channel, its decoded tensors) to its
-   * answer; the HTTP route and the gateway's channel (worker-channel.ts) both call it. `watch` registers what to do if the requester goes
-   * away while the request waits in the batcher, and returns the undo.
+   * answer; the HTTP route and the gateway's channel (worker-channel.ts) both call it.
+   * `watch` registers what to do if the requester goes away while the request waits in the
+   * batcher, and returns the undo.
    */
   async function runInfer(
     input: Buffer | DecodedInferRequest,
@@ -218,7 +236,7 @@ export function createWorkerServer(
     const started = process.hrtime.bigint();
     const arrivalMicros = clock.nowMicros();
     state.inflight += 1;
-    metrics.inflight.inc({ endpoint: spec.endpoint });
+    inflightGauge.inc();
     let status = 200;
     const fail = (error: KilnError): WorkerReply => {
       status = error.status;
@@ -247,7 +265,7 @@ export function createWorkerServer(
       const deadlineMicros =
         controls.timeoutMs === null ? null : arrivalMicros + controls.timeoutMs * 1000;
       const expired = (): WorkerReply => {
-        metrics.expired.inc(series);
+        expiredCount.inc();
         return fail(kilnError('KILN_DEADLINE_EXCEEDED', { timeoutMs: controls.timeoutMs ?? 0 }));
       };
       let outcome: InferOutcome;
@@ -255,8 +273,8 @@ export function createWorkerServer(
       if (batcher === null) {
         // No queue here, but reading the body took time: a request already late is not run.
         if (deadlineMicros !== null && clock.nowMicros() >= deadlineMicros) return expired();
-        metrics.executions.inc(series);
-        metrics.batchSize.observe(series, decoded.request.inputs[0]?.shape[0] ?? 1);
+        executions.inc();
+        batchSize.observe(decoded.request.inputs[0]?.shape[0] ?? 1);
         outcome = await runtime.infer(controls.request);
       } else {
         const shape = batchShape(controls.request);
@@ -273,7 +291,7 @@ export function createWorkerServer(
         });
         if (!queued.ok) {
           unwatch?.();
-          metrics.shed.inc(series);
+          shed.inc();
           return fail(
             kilnError('KILN_QUEUE_FULL', { model: spec.endpoint, queued: batcher.depth }),
           );
@@ -282,7 +300,7 @@ export function createWorkerServer(
         unwatch?.();
         switch (settled.kind) {
           case 'done':
-            metrics.queueWait.observe(series, settled.queuedMicros / 1e6);
+            queueWait.observe(settled.queuedMicros / 1e6);
             outcome = settled.value;
             break;
           case 'expired':
@@ -314,12 +332,9 @@ export function createWorkerServer(
       return fail(kilnError('KILN_INFERENCE_FAILED', { reason: 'unexpected error in the worker' }));
     } finally {
       state.inflight -= 1;
-      metrics.inflight.dec({ endpoint: spec.endpoint });
-      metrics.requests.inc({ endpoint: spec.endpoint, version, code: String(status) });
-      metrics.duration.observe(
-        { endpoint: spec.endpoint, version },
-        Number(process.hrtime.bigint() - started) / 1e9,
-      );
+      inflightGauge.dec();
+      countRequest(status);
+      durationSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
     }
   }
 
