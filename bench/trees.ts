@@ -175,7 +175,7 @@ export async function run(args: readonly string[]): Promise<void> {
   for (let i = 0; i < repeats; i += 1) inferMs.push(await timeInfer(runtime, batch));
   const bytes = await readFile(join(modelDir, modelFile));
   const kernelMs = new Map<KernelKind, number[]>();
-  for (const kernel of ['interpreter', 'compiled'] as const) {
+  for (const kernel of ['wasm', 'interpreter', 'compiled'] as const) {
     const model = loadXgboostModel(bytes, { kernel });
     if (!model.ok) throw new Error(model.reason);
     for (let i = 0; i < 3; i += 1) timePredict(model.predictor, rows, numRows);
@@ -350,7 +350,7 @@ async function compareKernels(numRows: number, repeats: number): Promise<void> {
     for (let i = 0; i < x.length; i += 1) x[i] = source[pick()]?.[i % width] ?? Number.NaN;
     const ms = new Map<string, number>();
     let info: TreePredictor | null = null;
-    for (const kernel of ['auto', 'interpreter', 'compiled'] as const) {
+    for (const kernel of ['auto', 'wasm', 'interpreter', 'compiled'] as const) {
       const loaded = await model.load({ kernel });
       if (!loaded.ok) throw new Error(`${model.name}: ${loaded.reason}`);
       const predictor = loaded.predictor;
@@ -373,6 +373,8 @@ async function compareKernels(numRows: number, repeats: number): Promise<void> {
       `${(e.sumTreeDepth / e.numTrees).toFixed(1)} / ${(e.sumMeanLeafDepth / e.numTrees).toFixed(1)}`,
       e.kinds === null ? 'numeric' : 'mixed',
       info.kernelKind,
+      // The WebAssembly walk takes numeric splits only (else it is the JS walk again).
+      e.kinds === null ? (ms.get('wasm') ?? Number.NaN) : Number.NaN,
       ms.get('interpreter') ?? Number.NaN,
       ms.get('compiled') ?? Number.NaN,
     ]);
@@ -386,6 +388,7 @@ async function compareKernels(numRows: number, repeats: number): Promise<void> {
         'depth max / mean leaf',
         'splits',
         'auto picks',
+        'wasm',
         'interpreter',
         'compiled',
       ],

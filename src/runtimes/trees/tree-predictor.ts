@@ -8,6 +8,7 @@
 //                                           the margins by the iterations first)
 
 import { compileEnsemble, type MarginKernel } from './compile-ensemble.ts';
+import { createWasmTreeKernel } from './wasm-tree-kernel.ts';
 import { applyTransform, outputColumns, type OutputTransform } from './output-transform.ts';
 import {
   accumulateMargins,
@@ -42,7 +43,7 @@ export type TreeLoadResult =
   | { readonly ok: true; readonly predictor: TreePredictor }
   | { readonly ok: false; readonly reason: string };
 
-export type KernelKind = 'interpreter' | 'compiled';
+export type KernelKind = 'wasm' | 'interpreter' | 'compiled';
 
 export interface PredictorOptions {
   /** 'auto' (default) picks per model (see chooseKernel); the others force one kernel. */
@@ -59,7 +60,8 @@ export interface PredictorOptions {
  */
 export function chooseKernel(e: TreeEnsemble): KernelKind {
   if (e.kinds !== null) return 'compiled';
-  return e.sumTreeDepth <= 1.5 * e.sumMeanLeafDepth ? 'interpreter' : 'compiled';
+  // The array walk, in WebAssembly (the same walk, bit-identical, ~2× faster than in JS).
+  return e.sumTreeDepth <= 1.5 * e.sumMeanLeafDepth ? 'wasm' : 'compiled';
 }
 
 export class TreePredictor {
@@ -93,10 +95,13 @@ export class TreePredictor {
     this.float32 = model.library === 'xgboost';
     const wanted =
       options.kernel === undefined || options.kernel === 'auto' ? chooseKernel(e) : options.kernel;
-    // compileEnsemble declines trees too deep or too large to compile well.
+    // compileEnsemble declines trees too deep or too large to compile well; the WebAssembly
+    // walk declines categorical and zero-as-missing splits. Either way: the JS walk.
     const compiled = wanted === 'compiled' ? compileEnsemble(e) : null;
-    this.kernelKind = compiled === null ? 'interpreter' : 'compiled';
-    this.kernel = compiled ?? ((rows, numRows, out) => accumulateMargins(e, rows, numRows, out));
+    const wasm = wanted === 'wasm' ? createWasmTreeKernel(e, model.library === 'xgboost') : null;
+    this.kernelKind = compiled !== null ? 'compiled' : wasm !== null ? 'wasm' : 'interpreter';
+    this.kernel =
+      compiled ?? wasm ?? ((rows, numRows, out) => accumulateMargins(e, rows, numRows, out));
   }
 
   /** Columns of `predict`'s result per row. */

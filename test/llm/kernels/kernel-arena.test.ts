@@ -54,35 +54,39 @@ test('operands outside the arena are refused; an exhausted arena says so', () =>
   assert.throws(() => arena.alloc(1 << 20), /arena exhausted/);
 });
 
-test('the committed linear.wasm is what linear.as.ts compiles to', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'kiln-asc-'));
-  try {
-    const out = join(dir, 'linear.wasm');
-    const build = spawnSync(
-      process.execPath,
-      [
-        join(root, 'node_modules/assemblyscript/bin/asc.js'),
-        join(root, 'src/llm/kernels/linear.as.ts'),
-        '--enable',
-        'simd',
-        '-O3',
-        '--runtime',
-        'stub',
-        '--importMemory',
-        '--noAssert',
-        '--use',
-        'abort=',
-        '-o',
-        out,
-      ],
-      { encoding: 'utf8' },
-    );
-    assert.equal(build.status, 0, build.stderr);
-    assert.ok(
-      readFileSync(out).equals(readFileSync(join(root, 'src/llm/kernels/linear.wasm'))),
-      'run `npm run build:kernels` and commit src/llm/kernels/linear.wasm',
-    );
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+for (const [source, wasm, simd] of [
+  ['src/llm/kernels/linear.as.ts', 'src/llm/kernels/linear.wasm', true],
+  ['src/runtimes/trees/wasm/tree-walk.as.ts', 'src/runtimes/trees/wasm/tree-walk.wasm', false],
+] as const) {
+  test(`the committed ${wasm} is what its source compiles to`, () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kiln-asc-'));
+    try {
+      const out = join(dir, 'out.wasm');
+      const build = spawnSync(
+        process.execPath,
+        [
+          join(root, 'node_modules/assemblyscript/bin/asc.js'),
+          join(root, source),
+          ...(simd ? ['--enable', 'simd'] : []),
+          '-O3',
+          '--runtime',
+          'stub',
+          '--importMemory',
+          '--noAssert',
+          '--use',
+          'abort=',
+          '-o',
+          out,
+        ],
+        { encoding: 'utf8' },
+      );
+      assert.equal(build.status, 0, build.stderr);
+      assert.ok(
+        readFileSync(out).equals(readFileSync(join(root, wasm))),
+        `run \`npm run build:kernels\` and commit ${wasm}`,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
