@@ -1,4 +1,7 @@
-// A seeded PRNG (mulberry32) for property-style tests: the same seed, the same cases.
+// The project's seeded PRNG (src/core/random.ts, mulberry32) with the helpers the
+// property-style codec tests use: the same seed, the same cases.
+
+import { createRandom } from '../../../src/core/random.ts';
 
 export interface SeededRandom {
   /** Uniform in [0, 1). */
@@ -11,21 +14,13 @@ export interface SeededRandom {
 }
 
 export function seededRandom(seed: number): SeededRandom {
-  let state = seed >>> 0;
-  const bits32 = (): number => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
-  const next = (): number => bits32() / 4294967296;
+  const random = createRandom(seed);
   return {
-    next,
-    bits32,
-    int: (min, max) => min + Math.floor(next() * (max - min + 1)),
+    next: random.next,
+    bits32: random.bits32,
+    int: (min, max) => min + random.int(max - min + 1),
     pick: <T>(items: readonly T[]): T => {
-      const item = items[Math.floor(next() * items.length)];
+      const item = items[random.int(items.length)];
       if (item === undefined) throw new Error('pick from an empty list');
       return item;
     },

@@ -9,18 +9,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DynamicBatcher, type Priority } from '../../../src/worker/batching/dynamic-batcher.ts';
 import type { BatchingConfig } from '../../../src/store/serving-records.ts';
+import { createRandom } from '../../../src/core/random.ts';
 import { FakeTime, settle } from './fake-time.ts';
 
-/** mulberry32: a tiny seeded PRNG, uniform in [0, 1). */
+/** The project's seeded PRNG (mulberry32), uniform in [0, 1). */
 function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return createRandom(seed).next;
 }
 
 interface Item {
