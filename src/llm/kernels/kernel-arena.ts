@@ -1,16 +1,13 @@
-// The WebAssembly SIMD kernels (linear.as.ts → linear.wasm) and the memory they work in.
-// A kernel can only read memory of its own instance, so everything a model multiplies —
-// its weights once, at load, and its activations per step — lives in one arena: a
-// WebAssembly.Memory sized up front (never grown, so views into it stay valid), handed out
-// by a bump allocator with a stack discipline for per-step scratch:
-//
-//   [ reserved | weights (permanent) | step scratch (mark … reset) | free ]
+// The LLM engine's WebAssembly SIMD kernels (linear.as.ts → linear.wasm) in a WasmArena
+// (src/core/wasm-arena.ts): everything a model multiplies — its weights once, at load, its KV
+// cache, and its activations per step as scratch — lives in the kernels' own memory.
 //
 // Measured here (docs/llm-engine.md): the SIMD kernel runs y = x·Wᵀ at ~20–25 GFLOP/s on one
 // thread against ~2 for scalar JavaScript loops; onnxruntime's GEMM costs ~15–19 µs a call,
 // too much for decode-time products of a small model.
 
 import { readFileSync } from 'node:fs';
+import { WasmArena } from '../../core/wasm-arena.ts';
 
 const wasmModule = new WebAssembly.Module(readFileSync(new URL('./linear.wasm', import.meta.url)));
 
@@ -31,44 +28,28 @@ interface KernelExports {
   ): void;
 }
 
-const pageBytes = 65536;
-/**
- * Bytes left untouched at the start of memory: AssemblyScript places its static data there
- * from offset 1024 (the lookup tables of Mathf.exp, ~2 KB). One page keeps clear of it.
- */
-const reservedBytes = pageBytes;
-
 export class KernelArena {
-  readonly memory: WebAssembly.Memory;
+  private readonly arena: WasmArena<KernelExports>;
   private readonly kernels: KernelExports;
-  private top = reservedBytes;
-  private readonly capacity: number;
 
   /** An arena able to hold `bytes` (plus alignment). */
   constructor(bytes: number) {
-    const pages = Math.ceil((bytes + reservedBytes + 64 * 1024) / pageBytes);
-    this.memory = new WebAssembly.Memory({ initial: pages, maximum: pages });
-    this.capacity = pages * pageBytes;
-    const instance = new WebAssembly.Instance(wasmModule, { env: { memory: this.memory } });
-    this.kernels = instance.exports as unknown as KernelExports;
+    this.arena = new WasmArena<KernelExports>(wasmModule, bytes);
+    this.kernels = this.arena.exports;
+  }
+
+  get memory(): WebAssembly.Memory {
+    return this.arena.memory;
   }
 
   /** A zeroed float32 view of `count` elements, 16-byte aligned. */
   alloc(count: number): Float32Array {
-    const start = (this.top + 15) & ~15;
-    const end = start + count * 4;
-    if (end > this.capacity)
-      throw new RangeError(`kernel arena exhausted: ${end} of ${this.capacity} bytes`);
-    this.top = end;
-    const view = new Float32Array(this.memory.buffer, start, count);
-    view.fill(0);
-    return view;
+    return new Float32Array(this.memory.buffer, this.arena.reserve(count * 4), count);
   }
 
   /** A zeroed int32 view of `count` elements, 16-byte aligned. */
   allocInt32(count: number): Int32Array {
-    const floats = this.alloc(count);
-    return new Int32Array(floats.buffer, floats.byteOffset, count);
+    return new Int32Array(this.memory.buffer, this.arena.reserve(count * 4), count);
   }
 
   /** A copy of `data` inside the arena. */
@@ -80,11 +61,11 @@ export class KernelArena {
 
   /** The allocation point, to `reset` to once a step's scratch is no longer needed. */
   mark(): number {
-    return this.top;
+    return this.arena.mark();
   }
 
   reset(mark: number): void {
-    this.top = mark;
+    this.arena.reset(mark);
   }
 
   /**
@@ -122,7 +103,7 @@ export class KernelArena {
 
   /** Whether `view` lives in this arena's memory. */
   holds(view: ArrayBufferView): boolean {
-    return view.buffer === this.memory.buffer;
+    return this.arena.holds(view);
   }
 
   /** y = x·Wᵀ (see linear.as.ts); every array must be a view into this arena. */
