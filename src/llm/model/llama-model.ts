@@ -217,6 +217,13 @@ export class LlamaModel {
     const gate = arena.alloc(total * d.intermediateSize);
     const up = arena.alloc(total * d.intermediateSize);
 
+    // Every layer shares the block tables: look up each step's slots once a call.
+    const stepSlots = steps.map((step) => {
+      const length = step.kv.numTokens + step.tokens.length;
+      const slots = new Int32Array(length);
+      for (let p = 0; p < length; p++) slots[p] = step.kv.slotOffset(p);
+      return slots;
+    });
     for (let layer = 0; layer < d.numLayers; layer++) {
       const w = this.tensors.layers[layer]!;
       rmsNorm(x, w.inputNorm, h, total, hidden, d.rmsNormEps);
@@ -225,7 +232,7 @@ export class LlamaModel {
       linear(h, total, hidden, w.v, kvWidth, v);
       this.rope(q, total, d.numHeads, rowPosition);
       this.rope(k, total, d.numKvHeads, rowPosition);
-      this.attend(steps, layer, q, k, v, attention);
+      this.attend(steps, stepSlots, layer, q, k, v, attention);
       linear(attention, total, qWidth, w.o, hidden, projected);
       for (let i = 0; i < x.length; i++) x[i] = x[i]! + projected[i]!;
 
@@ -306,6 +313,8 @@ export class LlamaModel {
   /** Writes each row's k, v into its sequence's slots, then causal attention per step. */
   private attend(
     steps: readonly SequenceStep[],
+    /** Per step, the slot offset (floats) of every position it can see: slotOffsets(). */
+    stepSlots: readonly Int32Array[],
     layer: number,
     q: Float32Array,
     k: Float32Array,
@@ -318,15 +327,13 @@ export class LlamaModel {
     const qWidth = d.numHeads * headDim;
     const scale = 1 / Math.sqrt(headDim);
     let row = 0;
-    for (const step of steps) {
+    for (const [index, step] of steps.entries()) {
       const kv = step.kv;
       const keys = kv.pool.keys[layer]!;
       const values = kv.pool.values[layer]!;
       const start = kv.numTokens;
       const length = start + step.tokens.length;
-      // Slot offsets of every position this step can see, looked up once per layer.
-      const slots = new Int32Array(length);
-      for (let p = 0; p < length; p++) slots[p] = kv.slotOffset(p);
+      const slots = stepSlots[index]!;
       for (let i = 0; i < step.tokens.length; i++) {
         const slot = slots[start + i]!;
         keys.set(k.subarray((row + i) * kvWidth, (row + i + 1) * kvWidth), slot);
@@ -337,7 +344,7 @@ export class LlamaModel {
         // The cache lives in the kernel arena: the SIMD kernel reads it in place.
         const mark = arena.mark();
         const byteSlots = arena.allocInt32(length);
-        for (let p = 0; p < length; p++) byteSlots[p] = slots[p]! * 4;
+        for (let p = 0; p < length; p++) byteSlots[p] = slots[p]! << 2;
         const scratch = arena.alloc(length);
         for (let i = 0; i < step.tokens.length; i++, row++) {
           arena.attendRow(
