@@ -167,7 +167,7 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.receivedBytes);
     this.chunks = [];
     const check = this.entry.check;
-    if (check !== null && this.entry.replicas.some((r) => r.channel !== null)) {
+    if (check !== null && this.entry.workerChannels) {
       // Kiln workers: decode here and send the tensors, so the worker does not parse the
       // same JSON again (checked against the same schema: same verdict, same message).
       const decoded = decodeInferBody(body, check);

@@ -29,6 +29,8 @@ export interface EndpointEntry {
   /** What `check` was compiled from (JSON), to reuse it across snapshots. */
   readonly checkKey: string;
   readonly replicas: readonly ReplicaState[];
+  /** Some replica is a Kiln worker with a channel: infer bodies are decoded for tensor frames. */
+  readonly workerChannels: boolean;
   /** `GET /v2/models/{m}` body, or null to forward metadata requests to a replica. */
   readonly metadataBody: string | null;
   /** Worker paths, relative to a replica's base URL. */
@@ -75,6 +77,7 @@ export function buildRouteTable(
     }
     const versionText = String(route.version);
     const base = `/v2/models/${encodeURIComponent(route.name)}`;
+    const endpointReplicas = replicas.get(route.name) ?? [];
     endpoints.set(route.name, {
       route,
       name: route.name,
@@ -84,7 +87,8 @@ export function buildRouteTable(
       maxBodyBytes: route.maxBodyBytes,
       check,
       checkKey,
-      replicas: replicas.get(route.name) ?? [],
+      replicas: endpointReplicas,
+      workerChannels: endpointReplicas.some((r) => r.channel !== null),
       metadataBody: modelMetadataBody(route),
       inferPath: `${base}/infer`,
       metadataPath: base,
