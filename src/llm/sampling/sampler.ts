@@ -85,28 +85,32 @@ export class Sampler {
   sample(logits: Float32Array): SampledToken {
     const p = this.params;
     const vocab = logits.length;
-    const scores = Float64Array.from(logits);
     const repetition = p.repetitionPenalty ?? 1;
-    if (repetition !== 1) {
-      for (const token of this.seen) {
-        const s = scores[token]!;
-        scores[token] = s > 0 ? s / repetition : s * repetition;
-      }
-    }
     const presence = p.presencePenalty ?? 0;
     const frequency = p.frequencyPenalty ?? 0;
-    if (presence !== 0 || frequency !== 0) {
-      for (const [token, count] of this.outputCounts)
-        scores[token] = scores[token]! - presence - frequency * count;
-    }
-
     const temperature = p.temperature ?? 1;
+    const penalized = repetition !== 1 || presence !== 0 || frequency !== 0;
     let token: number;
-    if (temperature === 0) {
-      token = argmax(scores);
+    if (temperature === 0 && !penalized) {
+      token = argmax(logits); // plain greedy: nothing to adjust, nothing to copy
     } else {
-      for (let i = 0; i < vocab; i++) scores[i] = scores[i]! / temperature;
-      token = this.draw(scores);
+      const scores = Float64Array.from(logits);
+      if (repetition !== 1) {
+        for (const seen of this.seen) {
+          const s = scores[seen]!;
+          scores[seen] = s > 0 ? s / repetition : s * repetition;
+        }
+      }
+      if (presence !== 0 || frequency !== 0) {
+        for (const [seen, count] of this.outputCounts)
+          scores[seen] = scores[seen]! - presence - frequency * count;
+      }
+      if (temperature === 0) {
+        token = argmax(scores);
+      } else {
+        for (let i = 0; i < vocab; i++) scores[i] = scores[i]! / temperature;
+        token = this.draw(scores);
+      }
     }
     this.outputCounts.set(token, (this.outputCounts.get(token) ?? 0) + 1);
     this.seen.add(token);
