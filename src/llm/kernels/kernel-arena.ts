@@ -26,6 +26,13 @@ interface KernelExports {
     out: number,
     scores: number,
   ): void;
+  siluMul(gate: number, up: number, n: number): void;
+  addInPlace(x: number, y: number, n: number): void;
+}
+
+/** Scratch floats attendRow needs: a score row per head of a group, padded to 4 floats. */
+export function attentionScratchFloats(groupSize: number, visible: number): number {
+  return groupSize * ((visible + 3) & ~3);
 }
 
 export class KernelArena {
@@ -71,7 +78,8 @@ export class KernelArena {
   /**
    * Causal attention of one token row over `visible` cached positions, every head (see
    * attendRow in linear.as.ts). `slots[p]` is the byte offset of position p's kv head 0 from
-   * the start of `keys` (and of `values`, laid out alike). All views into this arena.
+   * the start of `keys` (and of `values`, laid out alike); `headDim` a multiple of 4;
+   * `scores` scratch of `attentionScratchFloats(groupSize, visible)`. All views into this arena.
    */
   attendRow(
     q: Float32Array,
@@ -99,6 +107,16 @@ export class KernelArena {
       out.byteOffset,
       scores.byteOffset,
     );
+  }
+
+  /** gate[i] = silu(gate[i]) · up[i] over the first `n` floats (views into this arena). */
+  siluMul(gate: Float32Array, up: Float32Array, n: number): void {
+    this.kernels.siluMul(gate.byteOffset, up.byteOffset, n);
+  }
+
+  /** x[i] += y[i] over the first `n` floats (views into this arena). */
+  addInPlace(x: Float32Array, y: Float32Array, n: number): void {
+    this.kernels.addInPlace(x.byteOffset, y.byteOffset, n);
   }
 
   /** Whether `view` lives in this arena's memory. */

@@ -123,14 +123,80 @@ export function linear(x: usize, rows: i32, inF: i32, w: usize, outF: i32, y: us
   }
 }
 
+// exp of four f32 lanes: Cephes' expf (range reduction by ln 2 in two parts, a degree-6
+// polynomial, the exponent added to the bits), within ~2 ulp of the correctly rounded value.
+// Inputs are clamped to [-87.3, 88.3], where 2^n stays a normal float: below, the result is
+// ~1e-38 instead of 0, which a softmax sum of at least 1 cannot tell apart.
+@inline
+function expLanes(x: v128): v128 {
+  // pmin/pmax: single instructions (min/max carry NaN and -0 rules that cost several).
+  x = f32x4.pmin(f32x4.pmax(x, f32x4.splat(-87.33654)), f32x4.splat(88.37626));
+  // n = round(x / ln 2) by the 1.5·2²³ trick: the sum's low mantissa bits hold n itself.
+  const magic = f32x4.splat(12582912.0);
+  const shifted = f32x4.add(f32x4.mul(x, f32x4.splat(1.442695041)), magic);
+  const n = f32x4.sub(shifted, magic);
+  let r = f32x4.sub(x, f32x4.mul(n, f32x4.splat(0.693359375)));
+  r = f32x4.sub(r, f32x4.mul(n, f32x4.splat(-2.12194440e-4)));
+  let p = f32x4.splat(1.9875691500e-4);
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.3981999507e-3));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(8.3334519073e-3));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(4.1665795894e-2));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.6666665459e-1));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(5.0000001201e-1));
+  p = f32x4.add(f32x4.add(f32x4.mul(f32x4.mul(p, r), r), r), f32x4.splat(1));
+  // 2^n: n + 127 in the exponent field (n's bits are shifted's minus magic's).
+  const exponent = i32x4.add(i32x4.sub(shifted, magic), i32x4.splat(127));
+  return f32x4.mul(p, i32x4.shl(exponent, 23));
+}
+
+/** [Σa, Σb, Σc, Σd]: the four lanes of each of four vectors summed, as one vector. */
+@inline
+function sum4(a: v128, b: v128, c: v128, d: v128): v128 {
+  const ab = f32x4.add(i32x4.shuffle(a, b, 0, 4, 1, 5), i32x4.shuffle(a, b, 2, 6, 3, 7));
+  const cd = f32x4.add(i32x4.shuffle(c, d, 0, 4, 1, 5), i32x4.shuffle(c, d, 2, 6, 3, 7));
+  return f32x4.add(i32x4.shuffle(ab, cd, 0, 1, 4, 5), i32x4.shuffle(ab, cd, 2, 3, 6, 7));
+}
+
+/** gate[i] = silu(gate[i]) · up[i] = gate[i] / (1 + e^-gate[i]) · up[i], n % 4 == 0 or not. */
+export function siluMul(gate: usize, up: usize, n: i32): void {
+  const one = f32x4.splat(1);
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const o = (<usize>i) << 2;
+    const g = v128.load(gate + o);
+    const e = expLanes(f32x4.neg(g));
+    v128.store(gate + o, f32x4.mul(f32x4.div(g, f32x4.add(one, e)), v128.load(up + o)));
+  }
+  for (; i < n; i++) {
+    const o = (<usize>i) << 2;
+    const g = load<f32>(gate + o);
+    const e = f32x4.extract_lane(expLanes(f32x4.splat(-g)), 0);
+    store<f32>(gate + o, (g / (1 + e)) * load<f32>(up + o));
+  }
+}
+
+/** x[i] += y[i] for n floats. */
+export function addInPlace(x: usize, y: usize, n: i32): void {
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const o = (<usize>i) << 2;
+    v128.store(x + o, f32x4.add(v128.load(x + o), v128.load(y + o)));
+  }
+  for (; i < n; i++) {
+    const o = (<usize>i) << 2;
+    store<f32>(x + o, load<f32>(x + o) + load<f32>(y + o));
+  }
+}
+
 /**
  * Causal attention of one token row over its sequence's cached positions, every head:
- *   q      f32 [numHeads, headDim]                 at byte offset q
+ *   q      f32 [numHeads, headDim]                 at byte offset q (headDim % 4 == 0)
  *   keys / values: the layer's block-pool arrays; position p's kv head g starts at byte
  *          offset keys + slots[p] + g·headDim·4 (slots: i32 [visible], byte offsets of kv head 0)
  *   out    f32 [numHeads, headDim]
- *   scores f32 [visible] scratch
- * Query head h reads kv head ⌊h / groupSize⌋ (grouped-query attention).
+ *   scores f32 [groupSize, stride] scratch, stride = visible rounded up to a multiple of 4
+ * Query head h reads kv head ⌊h / groupSize⌋ (grouped-query attention). The heads of a group
+ * are done together, so each cached key and value is loaded once a group, not once a head.
  */
 export function attendRow(
   q: usize,
@@ -146,67 +212,132 @@ export function attendRow(
   scores: usize,
 ): void {
   const headBytes = (<usize>headDim) << 2;
-  const vecEnd = headDim & ~3;
-  for (let h = 0; h < numHeads; h++) {
-    const qh = q + (<usize>h) * headBytes;
-    const kvOffset = (<usize>(h / groupSize)) * headBytes;
-    let max = -Infinity as f32;
-    for (let p = 0; p < visible; p++) {
-      const slot = <usize>load<i32>(slots + ((<usize>p) << 2));
-      const s = dot(qh, keys + slot + kvOffset, headDim) * scale;
-      store<f32>(scores + ((<usize>p) << 2), s);
-      if (s > max) max = s;
-    }
-    let sum: f32 = 0;
-    for (let p = 0; p < visible; p++) {
-      const at = scores + ((<usize>p) << 2);
-      const e = Mathf.exp(load<f32>(at) - max);
-      store<f32>(at, e);
-      sum += e;
-    }
-    const inverse: f32 = 1 / sum;
-    const oh = out + (<usize>h) * headBytes;
-    // out = Σ_p weight_p · v_p, 16 floats (four vectors) of the head at a time, positions in
-    // the inner loop so each weight and slot is read once per chunk.
-    let i = 0;
-    for (; i + 16 <= vecEnd; i += 16) {
-      const off = (<usize>i) << 2;
-      let a0 = f32x4.splat(0);
-      let a1 = f32x4.splat(0);
-      let a2 = f32x4.splat(0);
-      let a3 = f32x4.splat(0);
-      for (let p = 0; p < visible; p++) {
-        const base = values + (<usize>load<i32>(slots + ((<usize>p) << 2))) + kvOffset + off;
-        const weight = f32x4.splat(load<f32>(scores + ((<usize>p) << 2)));
-        a0 = f32x4.add(a0, f32x4.mul(weight, v128.load(base)));
-        a1 = f32x4.add(a1, f32x4.mul(weight, v128.load(base + 16)));
-        a2 = f32x4.add(a2, f32x4.mul(weight, v128.load(base + 32)));
-        a3 = f32x4.add(a3, f32x4.mul(weight, v128.load(base + 48)));
+  const strideBytes = (<usize>((visible + 3) & ~3)) << 2;
+  const numGroups = numHeads / groupSize;
+  const scale4 = f32x4.splat(scale);
+  for (let g = 0; g < numGroups; g++) {
+    const kvOffset = (<usize>g) * headBytes;
+    const firstHead = g * groupSize;
+    // Scores: four positions at a time, their four partial-sum vectors reduced together.
+    for (let j = 0; j < groupSize; j++) {
+      const qh = q + (<usize>(firstHead + j)) * headBytes;
+      const sh = scores + (<usize>j) * strideBytes;
+      let p = 0;
+      for (; p + 4 <= visible; p += 4) {
+        const k0 = keys + (<usize>load<i32>(slots + ((<usize>p) << 2))) + kvOffset;
+        const k1 = keys + (<usize>load<i32>(slots + ((<usize>p) << 2) + 4)) + kvOffset;
+        const k2 = keys + (<usize>load<i32>(slots + ((<usize>p) << 2) + 8)) + kvOffset;
+        const k3 = keys + (<usize>load<i32>(slots + ((<usize>p) << 2) + 12)) + kvOffset;
+        let a0 = f32x4.splat(0);
+        let a1 = f32x4.splat(0);
+        let a2 = f32x4.splat(0);
+        let a3 = f32x4.splat(0);
+        for (let c: usize = 0; c < headBytes; c += 16) {
+          const qv = v128.load(qh + c);
+          a0 = f32x4.add(a0, f32x4.mul(qv, v128.load(k0 + c)));
+          a1 = f32x4.add(a1, f32x4.mul(qv, v128.load(k1 + c)));
+          a2 = f32x4.add(a2, f32x4.mul(qv, v128.load(k2 + c)));
+          a3 = f32x4.add(a3, f32x4.mul(qv, v128.load(k3 + c)));
+        }
+        v128.store(sh + ((<usize>p) << 2), f32x4.mul(sum4(a0, a1, a2, a3), scale4));
       }
-      const scale4 = f32x4.splat(inverse);
-      v128.store(oh + off, f32x4.mul(a0, scale4));
-      v128.store(oh + off + 16, f32x4.mul(a1, scale4));
-      v128.store(oh + off + 32, f32x4.mul(a2, scale4));
-      v128.store(oh + off + 48, f32x4.mul(a3, scale4));
-    }
-    for (; i < vecEnd; i += 4) {
-      const off = (<usize>i) << 2;
-      let acc = f32x4.splat(0);
-      for (let p = 0; p < visible; p++) {
+      for (; p < visible; p++) {
         const slot = <usize>load<i32>(slots + ((<usize>p) << 2));
-        const weight = f32x4.splat(load<f32>(scores + ((<usize>p) << 2)));
-        acc = f32x4.add(acc, f32x4.mul(weight, v128.load(values + slot + kvOffset + off)));
+        store<f32>(sh + ((<usize>p) << 2), dot(qh, keys + slot + kvOffset, headDim) * scale);
       }
-      v128.store(oh + off, f32x4.mul(acc, f32x4.splat(inverse)));
     }
-    for (; i < headDim; i++) {
-      const off = (<usize>i) << 2;
-      let acc: f32 = 0;
-      for (let p = 0; p < visible; p++) {
-        const slot = <usize>load<i32>(slots + ((<usize>p) << 2));
-        acc += load<f32>(scores + ((<usize>p) << 2)) * load<f32>(values + slot + kvOffset + off);
+    // Softmax numerators in place (normalised at the end): e^(s - max), and their sum.
+    for (let j = 0; j < groupSize; j++) {
+      const sh = scores + (<usize>j) * strideBytes;
+      let maxLanes = f32x4.splat(-Infinity);
+      let p = 0;
+      for (; p + 4 <= visible; p += 4)
+        maxLanes = f32x4.pmax(maxLanes, v128.load(sh + ((<usize>p) << 2)));
+      maxLanes = f32x4.pmax(maxLanes, i32x4.shuffle(maxLanes, maxLanes, 2, 3, 0, 1));
+      maxLanes = f32x4.pmax(maxLanes, i32x4.shuffle(maxLanes, maxLanes, 1, 0, 3, 2));
+      let max = f32x4.extract_lane(maxLanes, 0);
+      for (; p < visible; p++) {
+        const s = load<f32>(sh + ((<usize>p) << 2));
+        if (s > max) max = s;
       }
-      store<f32>(oh + off, acc * inverse);
+      const max4 = f32x4.splat(max);
+      let sum4v = f32x4.splat(0);
+      p = 0;
+      for (; p + 4 <= visible; p += 4) {
+        const at = sh + ((<usize>p) << 2);
+        const e = expLanes(f32x4.sub(v128.load(at), max4));
+        v128.store(at, e);
+        sum4v = f32x4.add(sum4v, e);
+      }
+      let sum = hsum(sum4v);
+      for (; p < visible; p++) {
+        const at = sh + ((<usize>p) << 2);
+        const e = f32x4.extract_lane(expLanes(f32x4.splat(load<f32>(at) - max)), 0);
+        store<f32>(at, e);
+        sum += e;
+      }
+      // Keep 1/sum where the head's output goes; it is read back once the weighted sum is done.
+      store<f32>(out + (<usize>(firstHead + j)) * headBytes, 1 / sum);
+    }
+    // out_h = Σ_p weight_hp · v_p / sum_h: two heads at a time share each value vector loaded.
+    let j = 0;
+    for (; j + 2 <= groupSize; j += 2) {
+      const s0 = scores + (<usize>j) * strideBytes;
+      const s1 = s0 + strideBytes;
+      const o0 = out + (<usize>(firstHead + j)) * headBytes;
+      const o1 = o0 + headBytes;
+      const inverse0 = f32x4.splat(load<f32>(o0));
+      const inverse1 = f32x4.splat(load<f32>(o1));
+      let c: usize = 0;
+      for (; c + 32 <= headBytes; c += 32) {
+        let a0 = f32x4.splat(0);
+        let a1 = f32x4.splat(0);
+        let b0 = f32x4.splat(0);
+        let b1 = f32x4.splat(0);
+        for (let p = 0; p < visible; p++) {
+          const base = values + (<usize>load<i32>(slots + ((<usize>p) << 2))) + kvOffset + c;
+          const v0 = v128.load(base);
+          const v1 = v128.load(base + 16);
+          const w0 = f32x4.splat(load<f32>(s0 + ((<usize>p) << 2)));
+          const w1 = f32x4.splat(load<f32>(s1 + ((<usize>p) << 2)));
+          a0 = f32x4.add(a0, f32x4.mul(w0, v0));
+          a1 = f32x4.add(a1, f32x4.mul(w0, v1));
+          b0 = f32x4.add(b0, f32x4.mul(w1, v0));
+          b1 = f32x4.add(b1, f32x4.mul(w1, v1));
+        }
+        v128.store(o0 + c, f32x4.mul(a0, inverse0));
+        v128.store(o0 + c + 16, f32x4.mul(a1, inverse0));
+        v128.store(o1 + c, f32x4.mul(b0, inverse1));
+        v128.store(o1 + c + 16, f32x4.mul(b1, inverse1));
+      }
+      for (; c < headBytes; c += 16) {
+        let a0 = f32x4.splat(0);
+        let b0 = f32x4.splat(0);
+        for (let p = 0; p < visible; p++) {
+          const v0 = v128.load(
+            values + (<usize>load<i32>(slots + ((<usize>p) << 2))) + kvOffset + c,
+          );
+          a0 = f32x4.add(a0, f32x4.mul(f32x4.splat(load<f32>(s0 + ((<usize>p) << 2))), v0));
+          b0 = f32x4.add(b0, f32x4.mul(f32x4.splat(load<f32>(s1 + ((<usize>p) << 2))), v0));
+        }
+        v128.store(o0 + c, f32x4.mul(a0, inverse0));
+        v128.store(o1 + c, f32x4.mul(b0, inverse1));
+      }
+    }
+    if (j < groupSize) {
+      const s0 = scores + (<usize>j) * strideBytes;
+      const o0 = out + (<usize>(firstHead + j)) * headBytes;
+      const inverse0 = f32x4.splat(load<f32>(o0));
+      for (let c: usize = 0; c < headBytes; c += 16) {
+        let a0 = f32x4.splat(0);
+        for (let p = 0; p < visible; p++) {
+          const v0 = v128.load(
+            values + (<usize>load<i32>(slots + ((<usize>p) << 2))) + kvOffset + c,
+          );
+          a0 = f32x4.add(a0, f32x4.mul(f32x4.splat(load<f32>(s0 + ((<usize>p) << 2))), v0));
+        }
+        v128.store(o0 + c, f32x4.mul(a0, inverse0));
+      }
     }
   }
 }

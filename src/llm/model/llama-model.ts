@@ -18,9 +18,10 @@
 // Weights are row-major [outFeatures, inFeatures] float32 as Hugging Face stores them. They
 // are copied once into a kernel arena (WebAssembly memory), where the SIMD `linear` kernel
 // runs every projection (kernels/kernel-arena.ts); a step's activations are scratch in the
-// same arena. Norms, RoPE and attention are JavaScript, accumulating in float64.
+// same arena, as do attention over the cache, silu and the residual adds. Norms (accumulating in
+// float64) and RoPE are JavaScript.
 
-import { KernelArena } from '../kernels/kernel-arena.ts';
+import { attentionScratchFloats, KernelArena } from '../kernels/kernel-arena.ts';
 import { BlockPool, bytesPerBlock } from '../kv-cache/block-pool.ts';
 import type { SequenceKv } from '../kv-cache/sequence-kv.ts';
 
@@ -81,6 +82,10 @@ export class LlamaModel {
   private readonly tensors: LlamaTensors;
   /** The KV cache inside the arena, when the options asked for one. */
   readonly pool: BlockPool | null;
+  readonly maxPositions: number;
+  /** Attention scratch, kept for the model's life: one step's slots (bytes) and scores. */
+  private readonly slotScratch: Int32Array;
+  private readonly scoreScratch: Float32Array;
   private ropeCos = new Float32Array(0);
   private ropeSin = new Float32Array(0);
 
@@ -104,9 +109,13 @@ export class LlamaModel {
     if (!tied) weightFloats += tensors.lmHead.length;
     for (const layer of tensors.layers)
       for (const w of Object.values(layer) as Float32Array[]) weightFloats += w.length;
-    // Attention scratch: byte slots and scores for the longest sequence.
+    this.maxPositions = options.maxPositions ?? 4096;
+    // Attention scratch: byte slots and every group head's scores for the longest sequence.
     const scratch =
-      this.scratchFloats(this.maxTokensPerStep) + 2 * (options.maxPositions ?? 4096) + 64;
+      this.scratchFloats(this.maxTokensPerStep) +
+      this.maxPositions +
+      attentionScratchFloats(this.groupSize, this.maxPositions) +
+      64;
     const shape = {
       numLayers: dims.numLayers,
       numKvHeads: dims.numKvHeads,
@@ -140,6 +149,8 @@ export class LlamaModel {
       options.kvCache === undefined
         ? null
         : new BlockPool(shape, options.kvCache.numBlocks, (floats) => arena.alloc(floats));
+    this.slotScratch = arena.allocInt32(this.maxPositions);
+    this.scoreScratch = arena.alloc(attentionScratchFloats(this.groupSize, this.maxPositions));
   }
 
   /** Scratch floats a step of `tokens` new tokens needs (activations and its logits). */
@@ -159,6 +170,11 @@ export class LlamaModel {
     let total = 0;
     for (const step of steps) {
       if (step.tokens.length === 0) throw new RangeError('a step needs at least one token');
+      const positions = step.kv.numTokens + step.tokens.length;
+      if (positions > this.maxPositions)
+        throw new RangeError(
+          `a sequence would reach ${positions} positions; this model takes at most ${this.maxPositions}`,
+        );
       total += step.tokens.length;
     }
     if (total > this.maxTokensPerStep)
@@ -234,32 +250,40 @@ export class LlamaModel {
       this.rope(k, total, d.numKvHeads, rowPosition);
       this.attend(steps, stepSlots, layer, q, k, v, attention);
       linear(attention, total, qWidth, w.o, hidden, projected);
-      for (let i = 0; i < x.length; i++) x[i] = x[i]! + projected[i]!;
+      arena.addInPlace(x, projected, total * hidden);
 
       rmsNorm(x, w.postAttentionNorm, h, total, hidden, d.rmsNormEps);
       linear(h, total, hidden, w.gate, d.intermediateSize, gate);
       linear(h, total, hidden, w.up, d.intermediateSize, up);
-      for (let i = 0; i < gate.length; i++) {
-        const g = gate[i]!;
-        gate[i] = (g / (1 + Math.exp(-g))) * up[i]!; // silu(g) · up
-      }
+      arena.siluMul(gate, up, total * d.intermediateSize); // gate = silu(gate) · up
       linear(gate, total, d.intermediateSize, w.down, hidden, projected);
-      for (let i = 0; i < x.length; i++) x[i] = x[i]! + projected[i]!;
+      arena.addInPlace(x, projected, total * hidden);
     }
     for (const step of steps) step.kv.commit(step.tokens.length);
 
-    // Final norm and the vocabulary projection, only for the rows asked for.
+    // Final norm and the vocabulary projection, only for the rows asked for, all in one
+    // product (the vocabulary's weights are read once for every sequence, not once each).
+    const wanted = allPositions ? total : steps.length;
+    const normed = arena.alloc(wanted * hidden);
+    if (allPositions) rmsNorm(x, this.tensors.norm, normed, total, hidden, d.rmsNormEps);
+    else {
+      row = 0;
+      for (const [index, step] of steps.entries()) {
+        row += step.tokens.length;
+        const last = x.subarray((row - 1) * hidden, row * hidden);
+        const into = normed.subarray(index * hidden, (index + 1) * hidden);
+        rmsNorm(last, this.tensors.norm, into, 1, hidden, d.rmsNormEps);
+      }
+    }
+    const logits = arena.alloc(wanted * d.vocabSize);
+    linear(normed, wanted, hidden, this.tensors.lmHead, d.vocabSize, logits);
+    // Copies out of the scratch, which the next step reuses.
     const out: Float32Array[] = [];
     row = 0;
     for (const step of steps) {
-      const first = allPositions ? row : row + step.tokens.length - 1;
       const rows = allPositions ? step.tokens.length : 1;
-      const normed = arena.alloc(rows * hidden);
-      rmsNorm(x.subarray(first * hidden), this.tensors.norm, normed, rows, hidden, d.rmsNormEps);
-      const logits = arena.alloc(rows * d.vocabSize);
-      linear(normed, rows, hidden, this.tensors.lmHead, d.vocabSize, logits);
-      out.push(logits.slice()); // out of the scratch, which the next step reuses
-      row += step.tokens.length;
+      out.push(logits.slice(row * d.vocabSize, (row + rows) * d.vocabSize));
+      row += rows;
     }
     return out;
   }
@@ -340,12 +364,10 @@ export class LlamaModel {
         values.set(v.subarray((row + i) * kvWidth, (row + i + 1) * kvWidth), slot);
       }
       const arena = this.arena;
-      if (arena.holds(keys) && arena.holds(values)) {
+      if (arena.holds(keys) && arena.holds(values) && headDim % 4 === 0) {
         // The cache lives in the kernel arena: the SIMD kernel reads it in place.
-        const mark = arena.mark();
-        const byteSlots = arena.allocInt32(length);
+        const byteSlots = this.slotScratch;
         for (let p = 0; p < length; p++) byteSlots[p] = slots[p]! << 2;
-        const scratch = arena.alloc(length);
         for (let i = 0; i < step.tokens.length; i++, row++) {
           arena.attendRow(
             q.subarray(row * qWidth, (row + 1) * qWidth),
@@ -358,10 +380,9 @@ export class LlamaModel {
             start + i + 1,
             scale,
             out.subarray(row * qWidth, (row + 1) * qWidth),
-            scratch,
+            this.scoreScratch,
           );
         }
-        arena.reset(mark);
         continue;
       }
       const scores = new Float64Array(length);

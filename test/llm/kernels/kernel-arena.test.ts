@@ -1,6 +1,8 @@
-// The WebAssembly SIMD kernel against the scalar JavaScript one on random data of awkward
-// shapes (odd widths, one row, rows not a multiple of two, outputs not a multiple of four),
-// and the committed linear.wasm against a fresh build of linear.as.ts.
+// The WebAssembly SIMD kernels against scalar JavaScript on random data of awkward shapes
+// (odd widths, one row, rows not a multiple of two, outputs not a multiple of four; attention
+// over every group size and head width the kernel's loops branch on, at lengths on and off
+// multiples of four, through scrambled slots), and the committed linear.wasm against a fresh
+// build of linear.as.ts.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRandom } from '../../../src/core/random.ts';
-import { KernelArena } from '../../../src/llm/kernels/kernel-arena.ts';
+import { attentionScratchFloats, KernelArena } from '../../../src/llm/kernels/kernel-arena.ts';
 import { linear } from '../../../src/llm/model/linear.ts';
 
 const root = new URL('../../../', import.meta.url).pathname;
@@ -40,6 +42,135 @@ test('linear in WebAssembly equals the scalar kernel within float32 rounding', (
         `[${rows}, ${inF}] × [${outF}, ${inF}]ᵀ at ${i}: ${y[i]} vs ${expected[i]}`,
       );
     }
+    arena.reset(mark);
+  }
+});
+
+/** Softmax attention of one row in float64, read through `slots` (float offsets). */
+function referenceAttention(
+  q: Float32Array,
+  numHeads: number,
+  groupSize: number,
+  headDim: number,
+  keys: Float32Array,
+  values: Float32Array,
+  slots: readonly number[],
+  scale: number,
+): Float64Array {
+  const out = new Float64Array(numHeads * headDim);
+  for (let h = 0; h < numHeads; h++) {
+    const kv = Math.floor(h / groupSize) * headDim;
+    const scores = slots.map((slot) => {
+      let dot = 0;
+      for (let j = 0; j < headDim; j++) dot += q[h * headDim + j]! * keys[slot + kv + j]!;
+      return dot * scale;
+    });
+    const max = Math.max(...scores);
+    const weights = scores.map((s) => Math.exp(s - max));
+    const sum = weights.reduce((a, b) => a + b, 0);
+    for (const [p, slot] of slots.entries())
+      for (let j = 0; j < headDim; j++)
+        out[h * headDim + j]! += (weights[p]! / sum) * values[slot + kv + j]!;
+  }
+  return out;
+}
+
+test('attention in WebAssembly equals float64 softmax attention over scrambled slots', () => {
+  const random = createRandom(21);
+  const arena = new KernelArena(8 << 20);
+  // [numHeads, numKvHeads, headDim]: group sizes 1–4 (odd ones take the single-head loop),
+  // head widths 4–24 (8-float chunks and a 4-float remainder).
+  const shapes: [number, number, number][] = [
+    [8, 2, 16],
+    [6, 2, 4],
+    [3, 1, 8],
+    [4, 4, 12],
+    [6, 3, 24],
+    [1, 1, 4],
+  ];
+  for (const [numHeads, numKvHeads, headDim] of shapes) {
+    const groupSize = numHeads / numKvHeads;
+    const kvWidth = numKvHeads * headDim;
+    for (const visible of [1, 3, 4, 5, 17, 64, 131]) {
+      const mark = arena.mark();
+      const capacity = 2 * visible + 7;
+      // Keys spread widely enough that softmax is far from uniform.
+      const keys = arena.copyIn(
+        Float32Array.from({ length: capacity * kvWidth }, () => 4 * (random.next() - 0.5)),
+      );
+      const values = arena.copyIn(
+        Float32Array.from({ length: capacity * kvWidth }, () => random.next() - 0.5),
+      );
+      const q = arena.copyIn(
+        Float32Array.from({ length: numHeads * headDim }, () => 4 * (random.next() - 0.5)),
+      );
+      const order = Array.from({ length: capacity }, (_, i) => i);
+      for (let i = order.length - 1; i > 0; i--) {
+        const j = random.int(i + 1);
+        [order[i], order[j]] = [order[j]!, order[i]!];
+      }
+      const slots = order.slice(0, visible).map((position) => position * kvWidth);
+      const byteSlots = arena.allocInt32(visible);
+      byteSlots.set(slots.map((slot) => slot * 4));
+      const out = arena.alloc(numHeads * headDim);
+      const scores = arena.alloc(attentionScratchFloats(groupSize, visible));
+      const scale = 1 / Math.sqrt(headDim);
+      arena.attendRow(
+        q,
+        numHeads,
+        groupSize,
+        headDim,
+        keys,
+        values,
+        byteSlots,
+        visible,
+        scale,
+        out,
+        scores,
+      );
+      const expected = referenceAttention(
+        q,
+        numHeads,
+        groupSize,
+        headDim,
+        keys,
+        values,
+        slots,
+        scale,
+      );
+      for (let i = 0; i < expected.length; i++)
+        assert.ok(
+          Math.abs(out[i]! - expected[i]!) <= 2e-6,
+          `heads ${numHeads}/${numKvHeads}×${headDim}, ${visible} positions, at ${i}: ${out[i]} vs ${expected[i]}`,
+        );
+      arena.reset(mark);
+    }
+  }
+});
+
+test('silu·up and the in-place add in WebAssembly equal float64 arithmetic', () => {
+  const random = createRandom(5);
+  const arena = new KernelArena(1 << 20);
+  for (const n of [1, 3, 4, 7, 384, 1001]) {
+    const mark = arena.mark();
+    // Gates over the whole useful range, and the extremes where e^-g under- or overflows.
+    const gateValues = Float32Array.from({ length: n }, () => 24 * (random.next() - 0.5));
+    if (n > 4) gateValues.set([0, -100, 100, -88.5], 0);
+    const upValues = Float32Array.from({ length: n }, () => random.next() - 0.5);
+    const gate = arena.copyIn(gateValues);
+    const up = arena.copyIn(upValues);
+    arena.siluMul(gate, up, n);
+    for (let i = 0; i < n; i++) {
+      const g = gateValues[i]!;
+      const expected = (g / (1 + Math.exp(-g))) * upValues[i]!;
+      assert.ok(
+        Math.abs(gate[i]! - expected) <= 1e-6 * Math.max(1, Math.abs(expected)),
+        `silu(${g}) · ${upValues[i]} at ${i} of ${n}: ${gate[i]} vs ${expected}`,
+      );
+    }
+    const x = arena.copyIn(upValues);
+    arena.addInPlace(x, gate, n);
+    for (let i = 0; i < n; i++) assert.equal(x[i], Math.fround(upValues[i]! + gate[i]!));
     arena.reset(mark);
   }
 });

@@ -220,6 +220,22 @@ test('a token outside the vocabulary is refused before anything is written', () 
   assert.equal(kv.numTokens, 0);
 });
 
+test("a sequence past the model's positions is refused before anything is written", () => {
+  const { tensors, frequencies } = randomModel(2);
+  const model = new LlamaModel(dims, tensors, frequencies, {
+    kvCache: { numBlocks: 8, blockSize: 2 },
+    maxPositions: 6,
+  });
+  const kv = new SequenceKv(model.pool!);
+  assert.ok(kv.reserve(5));
+  model.forward([{ tokens: [1, 2, 3, 4, 5], kv }]);
+  assert.ok(kv.reserve(2));
+  assert.throws(() => model.forward([{ tokens: [6, 7], kv }]), /reach 7 positions; .* at most 6/);
+  assert.equal(kv.numTokens, 5);
+  model.forward([{ tokens: [6], kv }]);
+  assert.equal(kv.numTokens, 6);
+});
+
 test('with the cache in the kernel arena, SIMD attention matches the reference too', () => {
   const { tensors, frequencies } = randomModel(13);
   const model = new LlamaModel(dims, tensors, frequencies, {
