@@ -74,6 +74,20 @@ export interface LlamaModelOptions {
   readonly maxPositions?: number;
 }
 
+interface StepActivations {
+  readonly x: Float32Array;
+  readonly h: Float32Array;
+  readonly q: Float32Array;
+  readonly k: Float32Array;
+  readonly v: Float32Array;
+  readonly attention: Float32Array;
+  readonly projected: Float32Array;
+  readonly gate: Float32Array;
+  readonly up: Float32Array;
+  readonly normed: Float32Array;
+  readonly logits: Float32Array;
+}
+
 export class LlamaModel {
   private readonly groupSize: number;
   readonly maxTokensPerStep: number;
@@ -86,6 +100,8 @@ export class LlamaModel {
   /** Attention scratch, kept for the model's life: one step's slots (bytes) and scores. */
   private readonly slotScratch: Int32Array;
   private readonly scoreScratch: Float32Array;
+  /** A step's activations, sized for maxTokensPerStep rows and reused by every step. */
+  private readonly activations: StepActivations;
   private ropeCos = new Float32Array(0);
   private ropeSin = new Float32Array(0);
 
@@ -151,9 +167,25 @@ export class LlamaModel {
         : new BlockPool(shape, options.kvCache.numBlocks, (floats) => arena.alloc(floats));
     this.slotScratch = arena.allocInt32(this.maxPositions);
     this.scoreScratch = arena.alloc(attentionScratchFloats(this.groupSize, this.maxPositions));
+    const rows = this.maxTokensPerStep;
+    const qWidth = dims.numHeads * dims.headDim;
+    const kvWidth = dims.numKvHeads * dims.headDim;
+    this.activations = {
+      x: arena.alloc(rows * dims.hiddenSize),
+      h: arena.alloc(rows * dims.hiddenSize),
+      q: arena.alloc(rows * qWidth),
+      k: arena.alloc(rows * kvWidth),
+      v: arena.alloc(rows * kvWidth),
+      attention: arena.alloc(rows * qWidth),
+      projected: arena.alloc(rows * dims.hiddenSize),
+      gate: arena.alloc(rows * dims.intermediateSize),
+      up: arena.alloc(rows * dims.intermediateSize),
+      normed: arena.alloc(rows * dims.hiddenSize),
+      logits: arena.alloc(rows * dims.vocabSize),
+    };
   }
 
-  /** Scratch floats a step of `tokens` new tokens needs (activations and its logits). */
+  /** Floats a step of `tokens` new tokens needs (activations and its logits): activations. */
   private scratchFloats(tokens: number): number {
     const d = this.dims;
     const q = d.numHeads * d.headDim;
@@ -179,13 +211,7 @@ export class LlamaModel {
     }
     if (total > this.maxTokensPerStep)
       throw new RangeError(`${total} tokens in one step; at most ${this.maxTokensPerStep}`);
-    const arena = this.arena;
-    const mark = arena.mark();
-    try {
-      return this.run(steps, total, allPositions);
-    } finally {
-      arena.reset(mark);
-    }
+    return this.run(steps, total, allPositions);
   }
 
   private run(
@@ -208,7 +234,8 @@ export class LlamaModel {
     ): void => arena.linear(x, rows, inF, w, outF, y);
     // Row r of every activation belongs to step rowStep[r], at position rowPosition[r].
     const rowPosition = new Int32Array(total);
-    const x = arena.alloc(total * hidden); // [T, hidden]
+    // Every activation is [T, width] at the start of its buffer (sized for the largest T).
+    const { x, h, q, k, v, attention, projected, gate, up, normed, logits } = this.activations;
     let row = 0;
     for (const step of steps) {
       const start = step.kv.numTokens;
@@ -223,15 +250,6 @@ export class LlamaModel {
         );
       }
     }
-
-    const h = arena.alloc(total * hidden);
-    const q = arena.alloc(total * qWidth);
-    const k = arena.alloc(total * kvWidth);
-    const v = arena.alloc(total * kvWidth);
-    const attention = arena.alloc(total * qWidth);
-    const projected = arena.alloc(total * hidden);
-    const gate = arena.alloc(total * d.intermediateSize);
-    const up = arena.alloc(total * d.intermediateSize);
 
     // Every layer shares the block tables: look up each step's slots once a call.
     const stepSlots = steps.map((step) => {
@@ -264,7 +282,6 @@ export class LlamaModel {
     // Final norm and the vocabulary projection, only for the rows asked for, all in one
     // product (the vocabulary's weights are read once for every sequence, not once each).
     const wanted = allPositions ? total : steps.length;
-    const normed = arena.alloc(wanted * hidden);
     if (allPositions) rmsNorm(x, this.tensors.norm, normed, total, hidden, d.rmsNormEps);
     else {
       row = 0;
@@ -275,7 +292,6 @@ export class LlamaModel {
         rmsNorm(last, this.tensors.norm, into, 1, hidden, d.rmsNormEps);
       }
     }
-    const logits = arena.alloc(wanted * d.vocabSize);
     linear(normed, wanted, hidden, this.tensors.lmHead, d.vocabSize, logits);
     // Copies out of the scratch, which the next step reuses.
     const out: Float32Array[] = [];
