@@ -28,6 +28,8 @@ interface KernelExports {
   ): void;
   siluMul(gate: number, up: number, n: number): void;
   addInPlace(x: number, y: number, n: number): void;
+  rmsNorm(x: number, weight: number, out: number, rows: number, width: number, eps: number): void;
+  rope(data: number, rows: number, heads: number, headDim: number, cos: number, sin: number): void;
 }
 
 /** Scratch floats attendRow needs: a score row per head of a group, padded to 4 floats. */
@@ -117,6 +119,33 @@ export class KernelArena {
   /** x[i] += y[i] over the first `n` floats (views into this arena). */
   addInPlace(x: Float32Array, y: Float32Array, n: number): void {
     this.kernels.addInPlace(x.byteOffset, y.byteOffset, n);
+  }
+
+  /** out[r] = x[r] / √(mean(x[r]²) + eps) ⊙ weight for `rows` rows of `width` (see linear.as.ts). */
+  rmsNorm(
+    x: Float32Array,
+    weight: Float32Array,
+    out: Float32Array,
+    rows: number,
+    width: number,
+    eps: number,
+  ): void {
+    this.kernels.rmsNorm(x.byteOffset, weight.byteOffset, out.byteOffset, rows, width, eps);
+  }
+
+  /**
+   * Rotates each head's (i, i + headDim/2) pairs of `rows` rows of `data` [rows, heads,
+   * headDim] by the row's angles: `cos`, `sin` [rows, headDim/2].
+   */
+  rope(
+    data: Float32Array,
+    rows: number,
+    heads: number,
+    headDim: number,
+    cos: Float32Array,
+    sin: Float32Array,
+  ): void {
+    this.kernels.rope(data.byteOffset, rows, heads, headDim, cos.byteOffset, sin.byteOffset);
   }
 
   /** Whether `view` lives in this arena's memory. */

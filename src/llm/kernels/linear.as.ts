@@ -175,6 +175,102 @@ export function siluMul(gate: usize, up: usize, n: i32): void {
   }
 }
 
+/**
+ * out[r] = x[r] / √(mean(x[r]²) + eps) ⊙ weight, per row of `width` floats: Hugging Face's
+ * LlamaRMSNorm (the mean of squares in float32, here summed in float64 first; the inverse
+ * root rounded to float32; x·inverse rounded, then times the weight).
+ */
+export function rmsNorm(
+  x: usize,
+  weight: usize,
+  out: usize,
+  rows: i32,
+  width: i32,
+  eps: f64,
+): void {
+  const rowBytes = (<usize>width) << 2;
+  const vecEnd = width & ~3;
+  for (let r = 0; r < rows; r++) {
+    const xr = x + (<usize>r) * rowBytes;
+    const or = out + (<usize>r) * rowBytes;
+    let acc0 = f64x2.splat(0);
+    let acc1 = f64x2.splat(0);
+    let i = 0;
+    for (; i < vecEnd; i += 4) {
+      const v = v128.load(xr + ((<usize>i) << 2));
+      const lo = f64x2.promote_low_f32x4(v);
+      const hi = f64x2.promote_low_f32x4(i32x4.shuffle(v, v, 2, 3, 0, 1));
+      acc0 = f64x2.add(acc0, f64x2.mul(lo, lo));
+      acc1 = f64x2.add(acc1, f64x2.mul(hi, hi));
+    }
+    const acc = f64x2.add(acc0, acc1);
+    let squares = f64x2.extract_lane(acc, 0) + f64x2.extract_lane(acc, 1);
+    for (; i < width; i++) {
+      const value = <f64>load<f32>(xr + ((<usize>i) << 2));
+      squares += value * value;
+    }
+    const inverse = <f32>(1 / Math.sqrt(<f64>(<f32>(squares / <f64>width)) + eps));
+    const inverse4 = f32x4.splat(inverse);
+    i = 0;
+    for (; i < vecEnd; i += 4) {
+      const o = (<usize>i) << 2;
+      const scaled = f32x4.mul(v128.load(xr + o), inverse4);
+      v128.store(or + o, f32x4.mul(v128.load(weight + o), scaled));
+    }
+    for (; i < width; i++) {
+      const o = (<usize>i) << 2;
+      store<f32>(or + o, load<f32>(weight + o) * (load<f32>(xr + o) * inverse));
+    }
+  }
+}
+
+/**
+ * Rotary position embedding in place, Hugging Face's rotate_half convention: in each head of
+ * each row, the pair (i, i + headDim/2) is rotated by that row's angle i:
+ *   a' = a·cos − b·sin,  b' = b·cos + a·sin
+ * data f32 [rows, heads, headDim]; cos, sin f32 [rows, headDim/2] (each row's position).
+ */
+export function rope(
+  data: usize,
+  rows: i32,
+  heads: i32,
+  headDim: i32,
+  cos: usize,
+  sin: usize,
+): void {
+  const half = headDim >> 1;
+  const halfBytes = (<usize>half) << 2;
+  const headBytes = (<usize>headDim) << 2;
+  const vecEnd = half & ~3;
+  for (let r = 0; r < rows; r++) {
+    const cr = cos + (<usize>r) * halfBytes;
+    const sr = sin + (<usize>r) * halfBytes;
+    for (let h = 0; h < heads; h++) {
+      const a = data + (<usize>(r * heads + h)) * headBytes;
+      const b = a + halfBytes;
+      let i = 0;
+      for (; i < vecEnd; i += 4) {
+        const o = (<usize>i) << 2;
+        const av = v128.load(a + o);
+        const bv = v128.load(b + o);
+        const c = v128.load(cr + o);
+        const s = v128.load(sr + o);
+        v128.store(a + o, f32x4.sub(f32x4.mul(av, c), f32x4.mul(bv, s)));
+        v128.store(b + o, f32x4.add(f32x4.mul(bv, c), f32x4.mul(av, s)));
+      }
+      for (; i < half; i++) {
+        const o = (<usize>i) << 2;
+        const av = load<f32>(a + o);
+        const bv = load<f32>(b + o);
+        const c = load<f32>(cr + o);
+        const s = load<f32>(sr + o);
+        store<f32>(a + o, av * c - bv * s);
+        store<f32>(b + o, bv * c + av * s);
+      }
+    }
+  }
+}
+
 /** x[i] += y[i] for n floats. */
 export function addInPlace(x: usize, y: usize, n: i32): void {
   let i = 0;

@@ -16,10 +16,11 @@
 // then logits = rmsNorm(x) ⊙ norm · lmHeadᵀ                      [·, vocab]
 //
 // Weights are row-major [outFeatures, inFeatures] float32 as Hugging Face stores them. They
-// are copied once into a kernel arena (WebAssembly memory), where the SIMD `linear` kernel
-// runs every projection (kernels/kernel-arena.ts); a step's activations are scratch in the
-// same arena, as do attention over the cache, silu and the residual adds. Norms (accumulating in
-// float64) and RoPE are JavaScript.
+// are copied once into a kernel arena (WebAssembly memory), where SIMD kernels run every
+// projection, norm, RoPE rotation, attention over the paged cache, silu and residual add
+// (kernels/kernel-arena.ts); a step's activations live in the same arena, allocated once.
+// JavaScript does the bookkeeping: embeddings in, block tables, RoPE angles, logits out. When
+// the caller brings a KV pool outside the arena, attention runs in JavaScript (the reference).
 
 import { attentionScratchFloats, KernelArena } from '../kernels/kernel-arena.ts';
 import { BlockPool, bytesPerBlock } from '../kv-cache/block-pool.ts';
@@ -86,6 +87,9 @@ interface StepActivations {
   readonly up: Float32Array;
   readonly normed: Float32Array;
   readonly logits: Float32Array;
+  /** Each row's RoPE cos and sin [T, headDim/2]. */
+  readonly cos: Float32Array;
+  readonly sin: Float32Array;
 }
 
 export class LlamaModel {
@@ -182,6 +186,8 @@ export class LlamaModel {
       up: arena.alloc(rows * dims.intermediateSize),
       normed: arena.alloc(rows * dims.hiddenSize),
       logits: arena.alloc(rows * dims.vocabSize),
+      cos: arena.alloc((rows * dims.headDim) / 2),
+      sin: arena.alloc((rows * dims.headDim) / 2),
     };
   }
 
@@ -190,7 +196,10 @@ export class LlamaModel {
     const d = this.dims;
     const q = d.numHeads * d.headDim;
     const kv = d.numKvHeads * d.headDim;
-    return tokens * (4 * d.hiddenSize + 2 * q + 2 * kv + 2 * d.intermediateSize + d.vocabSize);
+    return (
+      tokens *
+      (4 * d.hiddenSize + 2 * q + 2 * kv + 2 * d.intermediateSize + d.vocabSize + d.headDim)
+    );
   }
 
   /**
@@ -235,7 +244,8 @@ export class LlamaModel {
     // Row r of every activation belongs to step rowStep[r], at position rowPosition[r].
     const rowPosition = new Int32Array(total);
     // Every activation is [T, width] at the start of its buffer (sized for the largest T).
-    const { x, h, q, k, v, attention, projected, gate, up, normed, logits } = this.activations;
+    const { x, h, q, k, v, attention, projected, gate, up, normed, logits, cos, sin } =
+      this.activations;
     let row = 0;
     for (const step of steps) {
       const start = step.kv.numTokens;
@@ -251,26 +261,27 @@ export class LlamaModel {
       }
     }
 
-    // Every layer shares the block tables: look up each step's slots once a call.
+    this.ropeRows(rowPosition, total, cos, sin);
+    // Every layer shares the block tables: look up each step's slots (in bytes) once a call.
     const stepSlots = steps.map((step) => {
       const length = step.kv.numTokens + step.tokens.length;
       const slots = new Int32Array(length);
-      for (let p = 0; p < length; p++) slots[p] = step.kv.slotOffset(p);
+      for (let p = 0; p < length; p++) slots[p] = step.kv.slotOffset(p) << 2;
       return slots;
     });
     for (let layer = 0; layer < d.numLayers; layer++) {
       const w = this.tensors.layers[layer]!;
-      rmsNorm(x, w.inputNorm, h, total, hidden, d.rmsNormEps);
+      arena.rmsNorm(x, w.inputNorm, h, total, hidden, d.rmsNormEps);
       linear(h, total, hidden, w.q, qWidth, q);
       linear(h, total, hidden, w.k, kvWidth, k);
       linear(h, total, hidden, w.v, kvWidth, v);
-      this.rope(q, total, d.numHeads, rowPosition);
-      this.rope(k, total, d.numKvHeads, rowPosition);
+      arena.rope(q, total, d.numHeads, d.headDim, cos, sin);
+      arena.rope(k, total, d.numKvHeads, d.headDim, cos, sin);
       this.attend(steps, stepSlots, layer, q, k, v, attention);
       linear(attention, total, qWidth, w.o, hidden, projected);
       arena.addInPlace(x, projected, total * hidden);
 
-      rmsNorm(x, w.postAttentionNorm, h, total, hidden, d.rmsNormEps);
+      arena.rmsNorm(x, w.postAttentionNorm, h, total, hidden, d.rmsNormEps);
       linear(h, total, hidden, w.gate, d.intermediateSize, gate);
       linear(h, total, hidden, w.up, d.intermediateSize, up);
       arena.siluMul(gate, up, total * d.intermediateSize); // gate = silu(gate) · up
@@ -282,14 +293,14 @@ export class LlamaModel {
     // Final norm and the vocabulary projection, only for the rows asked for, all in one
     // product (the vocabulary's weights are read once for every sequence, not once each).
     const wanted = allPositions ? total : steps.length;
-    if (allPositions) rmsNorm(x, this.tensors.norm, normed, total, hidden, d.rmsNormEps);
+    if (allPositions) arena.rmsNorm(x, this.tensors.norm, normed, total, hidden, d.rmsNormEps);
     else {
       row = 0;
       for (const [index, step] of steps.entries()) {
         row += step.tokens.length;
         const last = x.subarray((row - 1) * hidden, row * hidden);
         const into = normed.subarray(index * hidden, (index + 1) * hidden);
-        rmsNorm(last, this.tensors.norm, into, 1, hidden, d.rmsNormEps);
+        arena.rmsNorm(last, this.tensors.norm, into, 1, hidden, d.rmsNormEps);
       }
     }
     linear(normed, wanted, hidden, this.tensors.lmHead, d.vocabSize, logits);
@@ -327,25 +338,22 @@ export class LlamaModel {
     return { cos, sin };
   }
 
-  /** Rotates each head's (i, i + headDim/2) pairs by position · inverseFrequency[i]. */
-  private rope(data: Float32Array, rows: number, heads: number, rowPosition: Int32Array): void {
-    const headDim = this.dims.headDim;
-    const half = headDim / 2;
+  /** Each row's cos and sin of position · inverseFrequency[i] into `cos`, `sin` [rows, half]. */
+  private ropeRows(
+    rowPosition: Int32Array,
+    rows: number,
+    cos: Float32Array,
+    sin: Float32Array,
+  ): void {
+    const half = this.dims.headDim / 2;
     let maxPosition = 0;
     for (let r = 0; r < rows; r++) maxPosition = Math.max(maxPosition, rowPosition[r]!);
-    const { cos, sin } = this.ropeTable(maxPosition + 1);
+    const table = this.ropeTable(maxPosition + 1);
     for (let r = 0; r < rows; r++) {
-      const table = rowPosition[r]! * half;
-      for (let head = 0; head < heads; head++) {
-        const base = (r * heads + head) * headDim;
-        for (let i = 0; i < half; i++) {
-          const a = data[base + i]!;
-          const b = data[base + i + half]!;
-          const c = cos[table + i]!;
-          const s = sin[table + i]!;
-          data[base + i] = a * c - b * s;
-          data[base + i + half] = b * c + a * s;
-        }
+      const from = rowPosition[r]! * half;
+      for (let i = 0; i < half; i++) {
+        cos[r * half + i] = table.cos[from + i]!;
+        sin[r * half + i] = table.sin[from + i]!;
       }
     }
   }
@@ -353,7 +361,7 @@ export class LlamaModel {
   /** Writes each row's k, v into its sequence's slots, then causal attention per step. */
   private attend(
     steps: readonly SequenceStep[],
-    /** Per step, the slot offset (floats) of every position it can see: slotOffsets(). */
+    /** Per step, the slot offset in bytes of every position it can see (slotOffset · 4). */
     stepSlots: readonly Int32Array[],
     layer: number,
     q: Float32Array,
@@ -375,7 +383,7 @@ export class LlamaModel {
       const length = start + step.tokens.length;
       const slots = stepSlots[index]!;
       for (let i = 0; i < step.tokens.length; i++) {
-        const slot = slots[start + i]!;
+        const slot = slots[start + i]! >> 2;
         keys.set(k.subarray((row + i) * kvWidth, (row + i + 1) * kvWidth), slot);
         values.set(v.subarray((row + i) * kvWidth, (row + i + 1) * kvWidth), slot);
       }
@@ -383,7 +391,7 @@ export class LlamaModel {
       if (arena.holds(keys) && arena.holds(values) && headDim % 4 === 0) {
         // The cache lives in the kernel arena: the SIMD kernel reads it in place.
         const byteSlots = this.slotScratch;
-        for (let p = 0; p < length; p++) byteSlots[p] = slots[p]! << 2;
+        byteSlots.set(slots);
         for (let i = 0; i < step.tokens.length; i++, row++) {
           arena.attendRow(
             q.subarray(row * qWidth, (row + 1) * qWidth),
@@ -410,7 +418,7 @@ export class LlamaModel {
           const kvHead = Math.floor(head / this.groupSize) * headDim;
           let max = Number.NEGATIVE_INFINITY;
           for (let p = 0; p < visible; p++) {
-            const kBase = slots[p]! + kvHead;
+            const kBase = (slots[p]! >> 2) + kvHead;
             let dot = 0;
             for (let j = 0; j < headDim; j++) dot += q[qBase + j]! * keys[kBase + j]!;
             const score = dot * scale;
@@ -427,32 +435,12 @@ export class LlamaModel {
           accumulator.fill(0);
           for (let p = 0; p < visible; p++) {
             const weight = scores[p]! / sum;
-            const vBase = slots[p]! + kvHead;
+            const vBase = (slots[p]! >> 2) + kvHead;
             for (let j = 0; j < headDim; j++) accumulator[j]! += weight * values[vBase + j]!;
           }
           for (let j = 0; j < headDim; j++) out[oBase + j] = accumulator[j]!;
         }
       }
     }
-  }
-}
-
-/** out[r] = x[r] / √(mean(x[r]²) + eps) ⊙ weight, per row of `width`. */
-export function rmsNorm(
-  x: Float32Array,
-  weight: Float32Array,
-  out: Float32Array,
-  rows: number,
-  width: number,
-  eps: number,
-): void {
-  for (let r = 0; r < rows; r++) {
-    const base = r * width;
-    let squares = 0;
-    for (let i = 0; i < width; i++) squares += x[base + i]! * x[base + i]!;
-    // Hugging Face: hidden * rsqrt(variance + eps) in float32, then weight * (that, cast).
-    const inverse = Math.fround(1 / Math.sqrt(Math.fround(squares / width) + eps));
-    for (let i = 0; i < width; i++)
-      out[base + i] = weight[i]! * Math.fround(x[base + i]! * inverse);
   }
 }

@@ -175,6 +175,67 @@ test('silu·up and the in-place add in WebAssembly equal float64 arithmetic', ()
   }
 });
 
+test('RMSNorm and RoPE in WebAssembly equal float64 arithmetic rounded to float32', () => {
+  const random = createRandom(17);
+  const arena = new KernelArena(1 << 20);
+  for (const [rows, width] of [
+    [1, 128],
+    [3, 7],
+    [5, 24],
+    [2, 1],
+  ] as const) {
+    const mark = arena.mark();
+    const xValues = Float32Array.from({ length: rows * width }, () => 6 * (random.next() - 0.5));
+    const weightValues = Float32Array.from({ length: width }, () => random.next() + 0.5);
+    const x = arena.copyIn(xValues);
+    const weight = arena.copyIn(weightValues);
+    const out = arena.alloc(rows * width);
+    arena.rmsNorm(x, weight, out, rows, width, 1e-5);
+    for (let r = 0; r < rows; r++) {
+      let squares = 0;
+      for (let i = 0; i < width; i++) squares += xValues[r * width + i]! ** 2;
+      const inverse = Math.fround(1 / Math.sqrt(Math.fround(squares / width) + 1e-5));
+      for (let i = 0; i < width; i++) {
+        const expected = Math.fround(
+          weightValues[i]! * Math.fround(xValues[r * width + i]! * inverse),
+        );
+        assert.equal(out[r * width + i], expected, `rmsNorm [${rows}, ${width}] at ${r}, ${i}`);
+      }
+    }
+    arena.reset(mark);
+  }
+  for (const [rows, heads, headDim] of [
+    [1, 8, 16],
+    [3, 2, 4],
+    [2, 3, 6],
+    [4, 1, 128],
+  ] as const) {
+    const mark = arena.mark();
+    const half = headDim / 2;
+    const dataValues = Float32Array.from(
+      { length: rows * heads * headDim },
+      () => random.next() - 0.5,
+    );
+    const angles = Array.from({ length: rows * half }, () => 10 * random.next());
+    const cos = arena.copyIn(Float32Array.from(angles, Math.cos));
+    const sin = arena.copyIn(Float32Array.from(angles, Math.sin));
+    const data = arena.copyIn(dataValues);
+    arena.rope(data, rows, heads, headDim, cos, sin);
+    for (let r = 0; r < rows; r++)
+      for (let h = 0; h < heads; h++)
+        for (let i = 0; i < half; i++) {
+          const at = (r * heads + h) * headDim + i;
+          const [a, b] = [dataValues[at]!, dataValues[at + half]!];
+          const [c, s] = [cos[r * half + i]!, sin[r * half + i]!];
+          // float32 arithmetic, as PyTorch's q·cos + rotate_half(q)·sin
+          const f = Math.fround;
+          assert.equal(data[at], f(f(a * c) - f(b * s)), `rope a at ${r}, ${h}, ${i}`);
+          assert.equal(data[at + half], f(f(b * c) + f(a * s)), `rope b at ${r}, ${h}, ${i}`);
+        }
+    arena.reset(mark);
+  }
+});
+
 test('operands outside the arena are refused; an exhausted arena says so', () => {
   const arena = new KernelArena(1024);
   const inside = arena.alloc(4);
