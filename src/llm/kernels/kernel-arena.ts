@@ -40,11 +40,14 @@ export function attentionScratchFloats(groupSize: number, visible: number): numb
 export class KernelArena {
   private readonly arena: WasmArena<KernelExports>;
   private readonly kernels: KernelExports;
+  /** The whole memory as floats (the memory never grows, so this view stays valid). */
+  private readonly floats: Float32Array;
 
   /** An arena able to hold `bytes` (plus alignment). */
   constructor(bytes: number) {
     this.arena = new WasmArena<KernelExports>(wasmModule, bytes);
     this.kernels = this.arena.exports;
+    this.floats = new Float32Array(this.arena.memory.buffer);
   }
 
   get memory(): WebAssembly.Memory {
@@ -81,10 +84,12 @@ export class KernelArena {
    * Causal attention of one token row over `visible` cached positions, every head (see
    * attendRow in linear.as.ts). `slots[p]` is the byte offset of position p's kv head 0 from
    * the start of `keys` (and of `values`, laid out alike); `headDim` a multiple of 4;
-   * `scores` scratch of `attentionScratchFloats(groupSize, visible)`. All views into this arena.
+   * `scores` scratch of `attentionScratchFloats(groupSize, visible)`. The row's query starts
+   * at float `qAt` of `q`, its output at float `outAt` of `out`. All views into this arena.
    */
   attendRow(
     q: Float32Array,
+    qAt: number,
     numHeads: number,
     groupSize: number,
     headDim: number,
@@ -94,10 +99,11 @@ export class KernelArena {
     visible: number,
     scale: number,
     out: Float32Array,
+    outAt: number,
     scores: Float32Array,
   ): void {
     this.kernels.attendRow(
-      q.byteOffset,
+      q.byteOffset + qAt * 4,
       numHeads,
       groupSize,
       headDim,
@@ -106,7 +112,7 @@ export class KernelArena {
       slots.byteOffset,
       visible,
       scale,
-      out.byteOffset,
+      out.byteOffset + outAt * 4,
       scores.byteOffset,
     );
   }
@@ -146,6 +152,22 @@ export class KernelArena {
     sin: Float32Array,
   ): void {
     this.kernels.rope(data.byteOffset, rows, heads, headDim, cos.byteOffset, sin.byteOffset);
+  }
+
+  /**
+   * Copies `count` floats from float `fromAt` of `from` to float `toAt` of `to`, both views
+   * into this arena (one memmove, no views made).
+   */
+  copyFloats(
+    to: Float32Array,
+    toAt: number,
+    from: Float32Array,
+    fromAt: number,
+    count: number,
+  ): void {
+    const target = to.byteOffset / 4 + toAt;
+    const source = from.byteOffset / 4 + fromAt;
+    this.floats.copyWithin(target, source, source + count);
   }
 
   /** Whether `view` lives in this arena's memory. */

@@ -382,19 +382,26 @@ export class LlamaModel {
       const start = kv.numTokens;
       const length = start + step.tokens.length;
       const slots = stepSlots[index]!;
+      const arena = this.arena;
+      const inArena = arena.holds(keys) && arena.holds(values);
       for (let i = 0; i < step.tokens.length; i++) {
         const slot = slots[start + i]! >> 2;
-        keys.set(k.subarray((row + i) * kvWidth, (row + i + 1) * kvWidth), slot);
-        values.set(v.subarray((row + i) * kvWidth, (row + i + 1) * kvWidth), slot);
+        if (inArena) {
+          arena.copyFloats(keys, slot, k, (row + i) * kvWidth, kvWidth);
+          arena.copyFloats(values, slot, v, (row + i) * kvWidth, kvWidth);
+        } else {
+          keys.set(k.subarray((row + i) * kvWidth, (row + i + 1) * kvWidth), slot);
+          values.set(v.subarray((row + i) * kvWidth, (row + i + 1) * kvWidth), slot);
+        }
       }
-      const arena = this.arena;
-      if (arena.holds(keys) && arena.holds(values) && headDim % 4 === 0) {
+      if (inArena && headDim % 4 === 0) {
         // The cache lives in the kernel arena: the SIMD kernel reads it in place.
         const byteSlots = this.slotScratch;
         byteSlots.set(slots);
         for (let i = 0; i < step.tokens.length; i++, row++) {
           arena.attendRow(
-            q.subarray(row * qWidth, (row + 1) * qWidth),
+            q,
+            row * qWidth,
             d.numHeads,
             this.groupSize,
             headDim,
@@ -403,7 +410,8 @@ export class LlamaModel {
             byteSlots,
             start + i + 1,
             scale,
-            out.subarray(row * qWidth, (row + 1) * qWidth),
+            out,
+            row * qWidth,
             this.scoreScratch,
           );
         }

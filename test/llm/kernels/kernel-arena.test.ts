@@ -112,11 +112,16 @@ test('attention in WebAssembly equals float64 softmax attention over scrambled s
       const slots = order.slice(0, visible).map((position) => position * kvWidth);
       const byteSlots = arena.allocInt32(visible);
       byteSlots.set(slots.map((slot) => slot * 4));
-      const out = arena.alloc(numHeads * headDim);
+      // The row is the second of two: the kernel reads and writes at the offsets it is given.
+      const width = numHeads * headDim;
+      const queries = arena.alloc(2 * width);
+      queries.set(q, width);
+      const out = arena.alloc(2 * width);
       const scores = arena.alloc(attentionScratchFloats(groupSize, visible));
       const scale = 1 / Math.sqrt(headDim);
       arena.attendRow(
-        q,
+        queries,
+        width,
         numHeads,
         groupSize,
         headDim,
@@ -126,7 +131,12 @@ test('attention in WebAssembly equals float64 softmax attention over scrambled s
         visible,
         scale,
         out,
+        width,
         scores,
+      );
+      assert.ok(
+        out.subarray(0, width).every((value) => value === 0),
+        'the first row untouched',
       );
       const expected = referenceAttention(
         q,
@@ -140,8 +150,8 @@ test('attention in WebAssembly equals float64 softmax attention over scrambled s
       );
       for (let i = 0; i < expected.length; i++)
         assert.ok(
-          Math.abs(out[i]! - expected[i]!) <= 2e-6,
-          `heads ${numHeads}/${numKvHeads}×${headDim}, ${visible} positions, at ${i}: ${out[i]} vs ${expected[i]}`,
+          Math.abs(out[width + i]! - expected[i]!) <= 2e-6,
+          `heads ${numHeads}/${numKvHeads}×${headDim}, ${visible} positions, at ${i}: ${out[width + i]} vs ${expected[i]}`,
         );
       arena.reset(mark);
     }
