@@ -72,6 +72,8 @@ export function checkGenerationRequest(
   if (needed > contextLength) {
     return `the prompt's ${request.promptTokens.length} tokens plus max_tokens ${request.maxTokens} exceed the model's context of ${contextLength} tokens`;
   }
+  if ((request.stopStrings?.length ?? 0) > 0 && request.textStream === undefined)
+    return 'stop strings are matched on text: the request needs a text stream (a tokenizer)';
   if (request.sampling !== undefined) return checkSamplingParams(request.sampling);
   return null;
 }
@@ -97,9 +99,13 @@ export function* generate(
   requests: readonly GenerationRequest[],
 ): Generator<GenerationEvent> {
   const live: Live[] = [];
+  // The sequence being prefilled: not live yet, but its blocks are ours to free if the
+  // consumer stops here or the forward pass throws.
+  let prefilling: SequenceKv | null = null;
   try {
     for (const [index, request] of requests.entries()) {
       const kv = new SequenceKv(pool);
+      prefilling = kv;
       const entry: Live = {
         index,
         request,
@@ -127,13 +133,11 @@ export function* generate(
         continue;
       }
       const event = accept(entry, logits);
+      if (event.finished === null) live.push(entry);
+      else kv.release();
+      prefilling = null;
       yield event.token;
-      if (event.finished !== null) {
-        kv.release();
-        yield event.finished;
-        continue;
-      }
-      live.push(entry);
+      if (event.finished !== null) yield event.finished;
     }
 
     while (live.length > 0) {
@@ -143,24 +147,30 @@ export function* generate(
         if (!entry.kv.reserve(1)) {
           live.splice(i, 1);
           entry.kv.release();
-          yield done(entry, 'kv_cache_full', entry.stops?.flush() ?? '');
+          const rest = finalText(entry);
+          yield done(entry, rest.stopped ? 'stop' : 'kv_cache_full', rest.text);
         }
       }
       if (live.length === 0) break;
-      const logits = model.forward(live.map((e) => ({ tokens: [e.last], kv: e.kv })));
-      const still: Live[] = [];
-      for (const [i, entry] of live.entries()) {
-        const event = accept(entry, logits[i]!);
-        yield event.token;
-        if (event.finished === null) still.push(entry);
-        else {
-          entry.kv.release();
-          yield event.finished;
-        }
+      // One forward call a step, or several when more sequences are live than a call takes.
+      const logits: Float32Array[] = [];
+      for (let at = 0; at < live.length; at += model.maxTokensPerStep) {
+        const group = live.slice(at, at + model.maxTokensPerStep);
+        logits.push(...model.forward(group.map((e) => ({ tokens: [e.last], kv: e.kv }))));
       }
+      // Decide every sequence's fate before yielding, so nothing is lost if the consumer
+      // stops part-way: what stays live is still released by the finally below.
+      const events = live.map((entry, i) => accept(entry, logits[i]!));
+      const still = live.filter((_, i) => events[i]!.finished === null);
+      for (const [i, entry] of live.entries()) if (events[i]!.finished !== null) entry.kv.release();
       live.splice(0, live.length, ...still);
+      for (const event of events) {
+        yield event.token;
+        if (event.finished !== null) yield event.finished;
+      }
     }
   } finally {
+    prefilling?.release();
     for (const entry of live) entry.kv.release();
   }
 }
@@ -192,13 +202,27 @@ function accept(
     logprob: sampled.logprob,
     topLogprobs: sampled.topLogprobs,
   };
-  if (isStopToken || stoppedByString) return { token, finished: done(entry, 'stop', '') };
+  if (stoppedByString) return { token, finished: done(entry, 'stop', '') };
+  if (isStopToken) return { token, finished: done(entry, 'stop', finalText(entry).text) };
   if (entry.generated >= entry.request.maxTokens) {
-    const rest = entry.request.textStream?.flush() ?? '';
-    const tail = entry.stops === null ? rest : entry.stops.push(rest).text + entry.stops.flush();
-    return { token, finished: done(entry, 'length', tail) };
+    const rest = finalText(entry);
+    return { token, finished: done(entry, rest.stopped ? 'stop' : 'length', rest.text) };
   }
   return { token, finished: null };
+}
+
+/**
+ * What a request still holds back when it ends for any reason but a stop string: the
+ * detokenizer's pending bytes, then the stop matcher's partial match. `stopped` when that
+ * tail itself completes a stop string (the text then ends before it).
+ */
+function finalText(entry: Live): { text: string; stopped: boolean } {
+  const rest = entry.request.textStream?.flush() ?? '';
+  if (entry.stops === null) return { text: rest, stopped: false };
+  const pushed = entry.stops.push(rest);
+  return pushed.stopped
+    ? { text: pushed.text, stopped: true }
+    : { text: pushed.text + entry.stops.flush(), stopped: false };
 }
 
 function done(entry: Live, reason: FinishReason, text: string): GenerationEvent {

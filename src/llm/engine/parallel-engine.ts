@@ -9,8 +9,14 @@
 
 import { Worker } from 'node:worker_threads';
 import type { ModelOptions } from './create-model.ts';
-import type { GenerationEvent, GenerationRequest } from './generation.ts';
-import type { GenerateMessage, ThreadData, ThreadMessage } from './generation-thread.ts';
+import type { GenerationEvent } from './generation.ts';
+import type {
+  GenerateMessage,
+  ThreadData,
+  ThreadMessage,
+  ThreadRequest,
+  ThreadStats,
+} from './generation-thread.ts';
 
 const threadEntry = new URL('./generation-thread.ts', import.meta.url).href;
 // A worker thread does not inherit the process's TypeScript loader (`--import tsx`): the
@@ -27,7 +33,17 @@ interface Job {
 export class ParallelEngine {
   private nextJob = 1;
 
-  private constructor(private readonly workers: readonly Worker[]) {}
+  /** Why a thread is gone, per thread that is. */
+  private readonly gone = new Map<number, string>();
+
+  private constructor(private readonly workers: readonly Worker[]) {
+    for (const [thread, worker] of workers.entries()) {
+      worker.on('error', (error) => this.gone.set(thread, error.message));
+      worker.on('exit', (code) => {
+        if (!this.gone.has(thread)) this.gone.set(thread, `it exited (code ${code})`);
+      });
+    }
+  }
 
   /** Starts `threads` threads, each loading `folder`; or why one could not. */
   static async start(
@@ -74,38 +90,56 @@ export class ParallelEngine {
 
   /**
    * Runs `requests` split across the threads; yields every event with `request` as the index
-   * in `requests`. Text streams are not supported here (events carry token ids).
+   * in `requests`. Token ids only: text (and so stop strings) is the caller's business.
+   * Stopping the iteration early cancels what is still running (the threads free its blocks);
+   * a thread that dies fails the call.
    */
-  async *generate(
-    requests: readonly Omit<GenerationRequest, 'textStream'>[],
-  ): AsyncGenerator<GenerationEvent> {
+  async *generate(requests: readonly ThreadRequest[]): AsyncGenerator<GenerationEvent> {
     const queue: GenerationEvent[] = [];
     let wake: (() => void) | null = null;
     let pending = 0;
     let failure: string | null = null;
     const jobs = new Map<number, Job>();
-    const listeners: { worker: Worker; listener: (m: ThreadMessage) => void }[] = [];
+    const unfinished = new Set<number>();
+    const cleanups: (() => void)[] = [];
+    for (const [thread, why] of this.gone)
+      if (thread < requests.length) throw new Error(`generation thread ${thread} stopped: ${why}`);
     for (let thread = 0; thread < this.workers.length; thread++) {
       const indices: number[] = [];
       for (let i = thread; i < requests.length; i += this.workers.length) indices.push(i);
       if (indices.length === 0) continue;
       const job = this.nextJob++;
       jobs.set(job, { thread, indices });
+      unfinished.add(job);
       pending += 1;
       const worker = this.workers[thread]!;
+      const finish = (problem: string | null): void => {
+        if (!unfinished.delete(job)) return;
+        if (problem !== null) failure ??= problem;
+        pending -= 1;
+      };
       const listener = (message: ThreadMessage): void => {
         if (!('job' in message) || message.job !== job) return;
         if (message.type === 'events') {
           for (const event of message.events)
             queue.push({ ...event, request: indices[event.request]! });
-        } else {
-          if (message.type === 'error') failure = message.message;
-          pending -= 1;
-        }
+        } else finish(message.type === 'error' ? message.message : null);
         wake?.();
       };
+      const died = (why: string): void => {
+        finish(`generation thread ${thread} stopped: ${why}`);
+        wake?.();
+      };
+      const onError = (error: Error): void => died(error.message);
+      const onExit = (code: number): void => died(`it exited (code ${code})`);
       worker.on('message', listener);
-      listeners.push({ worker, listener });
+      worker.on('error', onError);
+      worker.on('exit', onExit);
+      cleanups.push(() => {
+        worker.off('message', listener);
+        worker.off('error', onError);
+        worker.off('exit', onExit);
+      });
       worker.postMessage({
         type: 'generate',
         job,
@@ -121,8 +155,43 @@ export class ParallelEngine {
         wake = null;
       }
     } finally {
-      for (const { worker, listener } of listeners) worker.off('message', listener);
+      // Stopped early (or failed): the threads stop what they still run for this call.
+      for (const job of unfinished)
+        this.workers[jobs.get(job)!.thread]!.postMessage({
+          type: 'cancel',
+          job,
+        } satisfies GenerateMessage);
+      for (const cleanup of cleanups) cleanup();
     }
+  }
+
+  /** Each thread's KV block pool and token count, once the work it was given before is done. */
+  async stats(): Promise<ThreadStats[]> {
+    return Promise.all(
+      this.workers.map((worker, thread) => {
+        const job = this.nextJob++;
+        return new Promise<ThreadStats>((resolve, reject) => {
+          const gone = this.gone.get(thread);
+          if (gone !== undefined) {
+            reject(new Error(`generation thread ${thread} stopped: ${gone}`));
+            return;
+          }
+          const onExit = (code: number): void => {
+            worker.off('message', listener);
+            reject(new Error(`generation thread ${thread} stopped: it exited (code ${code})`));
+          };
+          const listener = (message: ThreadMessage): void => {
+            if (message.type !== 'stats' || message.job !== job) return;
+            worker.off('message', listener);
+            worker.off('exit', onExit);
+            resolve(message.stats);
+          };
+          worker.on('message', listener);
+          worker.once('exit', onExit);
+          worker.postMessage({ type: 'stats', job } satisfies GenerateMessage);
+        });
+      }),
+    );
   }
 
   async close(): Promise<void> {

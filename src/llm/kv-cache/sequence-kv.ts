@@ -14,6 +14,8 @@ import type { BlockPool } from './block-pool.ts';
 export class SequenceKv {
   private readonly table: number[] = [];
   private tokens = 0;
+  /** End of the positions the last reserve made room for (≥ tokens). */
+  private reservedEnd = 0;
   private released = false;
 
   constructor(readonly pool: BlockPool) {}
@@ -65,6 +67,7 @@ export class SequenceKv {
       this.table[writeIndex] = copy;
     }
     for (const block of fresh) this.table.push(block);
+    this.reservedEnd = Math.max(this.reservedEnd, this.tokens + count);
     return true;
   }
 
@@ -84,15 +87,25 @@ export class SequenceKv {
     return (block * blockSize + (position % blockSize)) * (this.pool.floatsPerBlock / blockSize);
   }
 
-  /** A sequence sharing every block of this one (n > 1 sampling); copy-on-write after. */
+  /**
+   * A sequence sharing the blocks that hold this one's positions (n > 1 sampling);
+   * copy-on-write after. Only between steps: positions reserved but not written yet would
+   * leave both sequences writing one shared block without a copy.
+   */
   fork(): SequenceKv {
     if (this.released) throw new Error('this sequence has released its KV blocks');
+    if (this.reservedEnd > this.tokens)
+      throw new Error(
+        `fork between steps only: ${this.reservedEnd - this.tokens} reserved positions are not written yet`,
+      );
     const child = new SequenceKv(this.pool);
-    for (const block of this.table) {
+    const holding = Math.ceil(this.tokens / this.pool.blockSize);
+    for (const block of this.table.slice(0, holding)) {
       this.pool.retain(block);
       child.table.push(block);
     }
     child.tokens = this.tokens;
+    child.reservedEnd = this.tokens;
     return child;
   }
 
@@ -103,5 +116,6 @@ export class SequenceKv {
     for (const block of this.table) this.pool.release(block);
     this.table.length = 0;
     this.tokens = 0;
+    this.reservedEnd = 0;
   }
 }

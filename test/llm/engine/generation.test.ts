@@ -179,3 +179,114 @@ test('requests that cannot run are refused with the cause', () => {
   assert.match(checkGenerationRequest({ ...base, maxTokens: 0 }, 8, 26) ?? '', /max_tokens/);
   assert.match(checkGenerationRequest({ ...base, sampling: { topP: 2 } }, 8, 26) ?? '', /top_p/);
 });
+
+test('a consumer that stops at any event leaves every KV block free', () => {
+  const llama = model();
+  const requests: GenerationRequest[] = [
+    { promptTokens: [1, 2, 3, 4, 5], maxTokens: 4, sampling: { temperature: 0 } },
+    { promptTokens: [6, 7, 8, 9, 10, 11], maxTokens: 4, sampling: { temperature: 0 } },
+  ];
+  const total = [...generate(llama, pool(), requests)].length;
+  for (let stopAfter = 1; stopAfter <= total; stopAfter++) {
+    const blocks = pool(16);
+    let seen = 0;
+    for (const event of generate(llama, blocks, requests)) {
+      void event;
+      if (++seen === stopAfter) break; // closes the generator there
+    }
+    assert.equal(blocks.freeBlocks, 16, `stopped after event ${stopAfter} of ${total}`);
+  }
+});
+
+test('more live sequences than a forward call takes are decoded in several calls a step', () => {
+  const llama = model(); // maxTokensPerStep 8
+  const requests: GenerationRequest[] = Array.from({ length: 11 }, (_, i) => ({
+    promptTokens: [i + 1, (i * 7) % 26],
+    maxTokens: 5,
+    sampling: { temperature: 0 },
+  }));
+  const together = collect(generate(llama, pool(), requests));
+  for (const [i, request] of requests.entries()) {
+    const alone = collect(generate(llama, pool(), [request])).get(0)!;
+    assert.deepEqual(together.get(i)!.tokens, alone.tokens, `request ${i}`);
+  }
+});
+
+/** A detokenizer that holds every token back until flushed (as byte-fallback tokens are). */
+function holdingUntilFlush(): { push(t: number): string; flush(): string } {
+  let held = '';
+  return {
+    push: (t) => {
+      held += String.fromCharCode(97 + t);
+      return '';
+    },
+    flush: () => {
+      const out = held;
+      held = '';
+      return out;
+    },
+  };
+}
+
+test('text held back by the detokenizer or a partial stop string comes out however a request ends', () => {
+  const llama = model();
+  const plain = collect(
+    generate(llama, pool(), [
+      { promptTokens: [2, 4], maxTokens: 6, sampling: { temperature: 0 }, textStream: letters() },
+    ]),
+  ).get(0)!;
+  const stopAt = plain.tokens[3]!;
+  const index = plain.tokens.indexOf(stopAt);
+  const before = plain.text.slice(0, index);
+  // Ended by a stop token: the held characters are flushed into the done event.
+  const byToken = collect(
+    generate(llama, pool(), [
+      {
+        promptTokens: [2, 4],
+        maxTokens: 6,
+        sampling: { temperature: 0 },
+        stopTokenIds: [stopAt],
+        textStream: holdingUntilFlush(),
+      },
+    ]),
+  ).get(0)!;
+  assert.equal(byToken.done.kind === 'done' && byToken.done.reason, 'stop');
+  assert.equal(byToken.text, before);
+  // A stop string whose first character is the last text before the stop token: held back
+  // as a possible start, then returned as plain text when the stop token ends the request.
+  const partial = collect(
+    generate(llama, pool(), [
+      {
+        promptTokens: [2, 4],
+        maxTokens: 6,
+        sampling: { temperature: 0 },
+        stopTokenIds: [stopAt],
+        stopStrings: [`${before.at(-1)}~`],
+        textStream: letters(),
+      },
+    ]),
+  ).get(0)!;
+  assert.equal(partial.text, before);
+  // Ended by a full KV cache: the same flush.
+  const small = pool(1); // 4 positions: the 2-token prompt and two more
+  const full = collect(
+    generate(llama, small, [
+      {
+        promptTokens: [2, 4],
+        maxTokens: 6,
+        sampling: { temperature: 0 },
+        textStream: holdingUntilFlush(),
+      },
+    ]),
+  ).get(0)!;
+  assert.equal(full.done.kind === 'done' && full.done.reason, 'kv_cache_full');
+  assert.equal(full.text, plain.text.slice(0, full.tokens.length));
+  assert.equal(small.freeBlocks, 1);
+});
+
+test('stop strings without a text stream are refused: they are matched on text', () => {
+  assert.match(
+    checkGenerationRequest({ promptTokens: [1], maxTokens: 2, stopStrings: ['x'] }, 8, 26) ?? '',
+    /needs a text stream/,
+  );
+});

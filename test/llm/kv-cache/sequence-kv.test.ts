@@ -93,6 +93,30 @@ test('a fork shares the prompt blocks; writing after the fork copies the shared 
   assert.equal(pool.freeBlocks, 8);
 });
 
+test('a fork is only between steps: positions reserved and not yet written refuse it', () => {
+  const pool = new BlockPool(shape, 8);
+  const parent = new SequenceKv(pool);
+  assert.ok(parent.reserve(8)); // room for positions 0‥7: blocks 0 and 1
+  for (let p = 0; p < 2; p++) write(parent, p, 100 + p);
+  parent.commit(2);
+  // Block 1 holds no position yet; shared, the parent's writes to positions 4‥7 would land
+  // in the child's cache with no copy. The fork is refused, and nothing changes.
+  assert.throws(() => parent.fork(), /6 reserved positions are not written yet/);
+  assert.equal(pool.freeBlocks, 6);
+  for (let p = 2; p < 8; p++) write(parent, p, 100 + p);
+  parent.commit(6);
+  const child = parent.fork();
+  assert.deepEqual(child.blocks, parent.blocks);
+  assert.ok(child.reserve(1));
+  write(child, 8, 900);
+  child.commit(1);
+  assert.deepEqual(read(parent, 7), [107, -107]);
+  assert.deepEqual(read(child, 8), [900, -900]);
+  child.release();
+  parent.release();
+  assert.equal(pool.freeBlocks, 8);
+});
+
 test('property: random sequences, forks and releases never mix positions and free every block', () => {
   for (let seed = 1; seed <= 30; seed++) {
     const random = createRandom(seed);
