@@ -43,8 +43,8 @@ const maxReplyFrameBytes = 1024 * 1024 * 1024;
 export class ChannelClient {
   private socket: Socket | null = null;
   private connecting = false;
-  /** Frames waiting for the connection to open. */
-  private held: Buffer[] = [];
+  /** Frames written while connecting, sent once the channel is open. */
+  private held: { readonly id: number; readonly frame: Buffer }[] = [];
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private corked = false;
@@ -93,7 +93,7 @@ export class ChannelClient {
     const id = this.nextId;
     this.nextId = id >= 0xffffffff ? 1 : id + 1;
     this.pending.set(id, { requester, deadlineMs: this.now() + this.timeoutMs });
-    this.write(encodeFrame(kind, id, meta, body));
+    this.write(id, encodeFrame(kind, id, meta, body));
     this.armSweeper();
     return id;
   }
@@ -101,7 +101,18 @@ export class ChannelClient {
   /** The requester is gone: drop its request, and tell the worker so a queued one never runs. */
   cancel(id: number): void {
     if (!this.pending.delete(id)) return;
-    if (this.socket !== null) this.write(encodeFrame(frameKind.cancel, id, '', null));
+    this.withdraw(id);
+  }
+
+  /**
+   * Makes sure request `id` never runs: while connecting, its frame is still held here and
+   * is dropped; once sent, the worker gets a cancel frame.
+   */
+  private withdraw(id: number): void {
+    const before = this.held.length;
+    this.held = this.held.filter((entry) => entry.id !== id);
+    if (this.held.length === before && this.socket !== null)
+      this.write(id, encodeFrame(frameKind.cancel, id, '', null));
   }
 
   /** Closes once every request sent has its answer (the replica left the snapshot). */
@@ -120,10 +131,10 @@ export class ChannelClient {
     this.sweeper = null;
   }
 
-  private write(frame: Buffer): void {
+  private write(id: number, frame: Buffer): void {
     const socket = this.socket;
     if (socket === null) {
-      this.held.push(frame);
+      this.held.push({ id, frame });
       this.connect();
       return;
     }
@@ -192,7 +203,7 @@ export class ChannelClient {
     });
     const held = this.held;
     this.held = [];
-    for (const frame of held) this.write(frame);
+    for (const { id, frame } of held) this.write(id, frame);
     if (head.length > 0) socket.emit('data', head);
   }
 
@@ -201,12 +212,7 @@ export class ChannelClient {
     const pending = this.pending.get(frame.id);
     if (pending === undefined) return; // cancelled or timed out meanwhile
     this.pending.delete(frame.id);
-    let meta: ReplyFrameMeta;
-    try {
-      meta = JSON.parse(frame.meta) as ReplyFrameMeta;
-    } catch {
-      meta = { s: 502 };
-    }
+    const meta = parseReplyMeta(frame.meta);
     // The body is a view into the read buffer: copy it, the reply may be written later.
     pending.requester.onChannelReply(meta.s, meta.ra ?? null, Buffer.from(frame.body));
     if (this.closing && this.pending.size === 0) this.destroy();
@@ -232,7 +238,7 @@ export class ChannelClient {
     for (const [id, pending] of this.pending) {
       if (pending.deadlineMs > now) continue;
       this.pending.delete(id);
-      if (this.socket !== null) this.write(encodeFrame(frameKind.cancel, id, '', null));
+      this.withdraw(id);
       pending.requester.onChannelError(
         channelError('CHANNEL_TIMEOUT', `no answer within ${this.timeoutMs} ms`),
       );
@@ -243,6 +249,24 @@ export class ChannelClient {
     }
     if (this.closing && this.pending.size === 0) this.destroy();
   }
+}
+
+/**
+ * A reply frame's status and Retry-After; a reply whose meta is not what a Kiln worker sends
+ * (not JSON, no HTTP status) is answered as 502, as a proxy answers a broken upstream.
+ */
+function parseReplyMeta(text: string): ReplyFrameMeta {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return { s: 502 };
+  }
+  if (typeof parsed !== 'object' || parsed === null) return { s: 502 };
+  const { s: status, ra } = parsed as { s?: unknown; ra?: unknown };
+  if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599)
+    return { s: 502 };
+  return typeof ra === 'string' ? { s: status, ra } : { s: status };
 }
 
 function channelError(code: 'CHANNEL_CLOSED' | 'CHANNEL_TIMEOUT', message: string): Error {

@@ -31,8 +31,16 @@ export type RunInfer = (
   watch: CancelWatch | null,
 ) => Promise<WorkerReply>;
 
-/** Frames larger than the body limit plus this much meta are refused. */
+/** Room for a frame's meta (and a request's envelope) beyond its tensor bytes. */
 const metaAllowance = 64 * 1024;
+/**
+ * A tensors frame can be larger than the JSON it was decoded from: the shortest JSON element
+ * with its comma ("0,") is 2 characters and the widest datatype 8 bytes. So frames up to 4×
+ * the body limit are legitimate; what is larger is a protocol error.
+ */
+const tensorExpansion = 4;
+/** How long a closing channel may take to deliver what it has written. */
+const closeGraceMs = 5_000;
 
 export class WorkerChannel {
   private readonly reader: FrameReader;
@@ -47,7 +55,9 @@ export class WorkerChannel {
     maxBodyBytes: number,
     head: Buffer,
   ) {
-    this.reader = new FrameReader(maxBodyBytes + metaAllowance, (frame) => this.onFrame(frame));
+    this.reader = new FrameReader(tensorExpansion * maxBodyBytes + metaAllowance, (frame) =>
+      this.onFrame(frame),
+    );
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.receive(chunk));
     socket.on('close', () => {
@@ -62,15 +72,26 @@ export class WorkerChannel {
   }
 
   private receive(chunk: Buffer): void {
-    const problem = this.reader.push(chunk);
+    let problem: string | null;
+    try {
+      problem = this.reader.push(chunk);
+    } catch (error) {
+      // A frame this side cannot make sense of (the peer is not the gateway it expects).
+      problem = `a frame that could not be handled (${(error as Error).message})`;
+    }
     if (problem !== null) {
       process.stderr.write(`worker channel: ${problem}; closing it\n`);
       this.socket.destroy();
     }
   }
 
-  destroy(): void {
-    this.socket.destroy();
+  /** Ends the channel once what was written has been sent (a drained worker's last step). */
+  close(): void {
+    if (this.socket.destroyed) return;
+    this.socket.end();
+    const timer = setTimeout(() => this.socket.destroy(), closeGraceMs);
+    timer.unref();
+    this.socket.once('close', () => clearTimeout(timer));
   }
 
   private onFrame(frame: Frame): void {
@@ -94,7 +115,8 @@ export class WorkerChannel {
     let meta: InferFrameMeta = {};
     if (frame.meta !== '') {
       try {
-        meta = JSON.parse(frame.meta) as InferFrameMeta;
+        const parsed = JSON.parse(frame.meta) as unknown;
+        if (typeof parsed === 'object' && parsed !== null) meta = parsed;
       } catch {
         meta = {};
       }
@@ -199,7 +221,10 @@ export function acceptChannel(
   socket.once('close', () => channels.delete(channel));
 }
 
-/** Closes every channel `owner` accepted (a drained worker's last step). */
+/**
+ * Closes every channel `owner` accepted (a drained worker's last step): each ends once its
+ * replies are sent, so none finished before the drain is lost on the way.
+ */
 export function closeChannels(owner: object): void {
-  for (const channel of channelsOf.get(owner) ?? []) channel.destroy();
+  for (const channel of channelsOf.get(owner) ?? []) channel.close();
 }

@@ -4,10 +4,18 @@
 
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { ChannelClient, type ChannelRequester } from '../../src/gateway/channel-client.ts';
-import { channelPath, channelProtocol } from '../../src/protocol/channel/frames.ts';
+import {
+  channelPath,
+  channelProtocol,
+  encodeFrame,
+  FrameReader,
+  frameKind,
+  type Frame,
+} from '../../src/protocol/channel/frames.ts';
 import { encodeTensorRequest } from '../../src/protocol/channel/tensor-frames.ts';
 import { parseInferRequest } from '../../src/protocol/v2/decode-request.ts';
 import { closeChannels } from '../../src/worker/worker-channel.ts';
@@ -211,4 +219,134 @@ test('a tensors frame runs without the worker parsing JSON; a malformed one is a
   assert.deepEqual(harness.runtime.executions, [[[1, 2]]]);
   assert.equal(bad.outcome.status, 400);
   assert.equal(bad.outcome.body?.code, 'KILN_INVALID_INFER_REQUEST');
+});
+
+/** A channel opened by hand, to send frames no gateway would and to read replies at will. */
+async function rawChannel(url: string): Promise<{
+  socket: Socket;
+  replies: { id: number; meta: string; body: string }[];
+  closed: Promise<void>;
+}> {
+  const socket = await new Promise<Socket>((resolve, reject) => {
+    const upgrade = httpRequest(new URL(channelPath, url), {
+      headers: { connection: 'Upgrade', upgrade: channelProtocol },
+    });
+    upgrade.on('upgrade', (_response, upgraded: Socket) => resolve(upgraded));
+    upgrade.on('response', () => reject(new Error('the worker refused the channel')));
+    upgrade.on('error', reject);
+    upgrade.end();
+  });
+  const replies: { id: number; meta: string; body: string }[] = [];
+  const reader = new FrameReader(64 << 20, (frame: Frame) =>
+    replies.push({ id: frame.id, meta: frame.meta, body: frame.body.toString() }),
+  );
+  socket.on('data', (chunk: Buffer) => assert.equal(reader.push(chunk), null));
+  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  return { socket, replies, closed };
+}
+
+test(
+  'frames with meta no gateway sends are refused or ignored; the worker stays up',
+  { timeout: 20_000 },
+  async (t) => {
+    const { harness } = await setup(t, 0);
+    // Closed by the test itself: the harness's own close waits for every connection.
+    const channel = await rawChannel(harness.url);
+    const tensors = (id: number, meta: string): Buffer =>
+      encodeFrame(frameKind.tensors, id, meta, Buffer.alloc(8));
+    channel.socket.write(tensors(1, 'null'));
+    channel.socket.write(tensors(2, '{"i":[null]}'));
+    channel.socket.write(tensors(3, '{"i":[["x","FP32",[1,2],0,8]],"o":5}'));
+    channel.socket.write(tensors(4, '{"i":[["x","FP32",[1,2],0,8,"p"]]}'));
+    // An infer frame whose meta is JSON but not an object: run as if it had none.
+    channel.socket.write(encodeFrame(frameKind.infer, 5, 'null', body([[3, 4]])));
+    await until(() => channel.replies.length === 5, 'five replies');
+    const byId = new Map(channel.replies.map((r) => [r.id, r]));
+    for (const id of [1, 2, 3, 4]) {
+      assert.deepEqual(JSON.parse(byId.get(id)!.meta), { s: 400 }, `frame ${id}`);
+      assert.match(byId.get(id)!.body, /KILN_INVALID_INFER_REQUEST/);
+    }
+    assert.deepEqual(JSON.parse(byId.get(5)!.meta), { s: 200 });
+    assert.deepEqual(harness.runtime.executions, [[[3, 4]]]);
+    channel.socket.destroy();
+  },
+);
+
+test('a tensors frame may be larger than the JSON body limit it came within', async (t) => {
+  const { harness, client } = await setup(t, 0);
+  // 150,000 × 2 zeros: ~600 KB of JSON, under the 1 MB body limit; 1.2 MB as FP32.
+  const rows = Array.from({ length: 150_000 }, () => [0, 0]);
+  const json = body(rows);
+  assert.ok(json.length < 1_000_000);
+  const parsed = parseInferRequest(json, null);
+  assert.ok(parsed.ok);
+  const frame = encodeTensorRequest(parsed.request, undefined, undefined);
+  assert.ok(frame !== null && frame.body.length > 1_000_000 + 64 * 1024);
+  const reply = new Collector();
+  client.sendTensors(reply, frame);
+  await reply.settled;
+  assert.equal(reply.outcome.status, 200);
+  assert.equal(harness.runtime.executions[0]?.length, 150_000);
+});
+
+test('a request cancelled while the channel is still connecting never runs', async (t) => {
+  const { harness, client } = await setup(t, 0);
+  const cancelled = new Collector();
+  const id = client.send(cancelled, body([[7, 7]]), undefined, undefined);
+  client.cancel(id);
+  const next = new Collector();
+  client.send(next, body([[8, 8]]), undefined, undefined);
+  await next.settled;
+  assert.equal(next.outcome.status, 200);
+  // Frames run in order: had the first been sent, it would have run before the second.
+  assert.deepEqual(harness.runtime.executions, [[[8, 8]]]);
+});
+
+test('closing a drained worker’s channels delivers every reply already written', async (t) => {
+  const { harness } = await setup(t, 0);
+  const channel = await rawChannel(harness.url); // closed by the worker below
+  channel.socket.pause(); // the gateway is slow to read: replies pile up in the worker
+  const requests = 8;
+  const big = body(Array.from({ length: 200_000 }, () => [1, 1])); // ~800 KB each way
+  for (let id = 1; id <= requests; id++)
+    channel.socket.write(encodeFrame(frameKind.infer, id, '', big));
+  await until(() => harness.runtime.executions.length === requests, 'every execution');
+  await until(() => harness.state.inflight === 0, 'every reply written');
+  closeChannels(harness.server);
+  channel.socket.resume();
+  await channel.closed;
+  assert.deepEqual(
+    channel.replies.map((r) => r.id),
+    Array.from({ length: requests }, (_, i) => i + 1),
+  );
+});
+
+test('a reply whose meta is not a worker’s is answered 502, not a crash', async (t) => {
+  // A fake worker: accepts the channel and answers every frame with meta that is no status.
+  const metas = ['null', '{}', '{"s":"200"}', '{"s":42}'];
+  const server = createServer();
+  server.on('upgrade', (_request, socket: Socket) => {
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: ${channelProtocol}\r\n\r\n`,
+    );
+    let n = 0;
+    const reader = new FrameReader(1 << 20, (frame) =>
+      socket.write(encodeFrame(frameKind.reply, frame.id, metas[n++ % metas.length]!, '{}')),
+    );
+    socket.on('data', (chunk: Buffer) => reader.push(chunk));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const client = new ChannelClient(`http://127.0.0.1:${port}`, channelPath, 30_000, () =>
+    performance.now(),
+  );
+  t.after(() => {
+    client.destroy();
+    server.closeAllConnections();
+    server.close();
+  });
+  const collectors = metas.map(() => new Collector());
+  for (const collector of collectors) client.send(collector, body([[1, 1]]), undefined, undefined);
+  await Promise.all(collectors.map((c) => c.settled));
+  for (const collector of collectors) assert.equal(collector.outcome.status, 502);
 });

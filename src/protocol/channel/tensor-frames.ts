@@ -79,10 +79,13 @@ export function decodeTensorRequest(metaText: string, body: Buffer): TensorReque
   } catch {
     return { ok: false, message: 'a tensors frame with meta that is not JSON' };
   }
-  if (!Array.isArray(meta.i)) return { ok: false, message: 'a tensors frame without inputs' };
+  if (typeof meta !== 'object' || meta === null || !Array.isArray(meta.i))
+    return { ok: false, message: 'a tensors frame without inputs' };
   const inputs: Tensor[] = [];
-  for (const entry of meta.i) {
-    const [name, datatype, shape, offset, length, parameters] = entry;
+  for (const entry of meta.i as unknown[]) {
+    if (!Array.isArray(entry))
+      return { ok: false, message: 'a tensors frame with a malformed input entry' };
+    const [name, datatype, shape, offset, length, parameters] = entry as InputEntry;
     if (
       typeof name !== 'string' ||
       !isTensorDatatype(datatype) ||
@@ -91,6 +94,7 @@ export function decodeTensorRequest(metaText: string, body: Buffer): TensorReque
       !shape.every((d) => Number.isInteger(d) && d >= 0) ||
       !Number.isInteger(offset) ||
       !Number.isInteger(length) ||
+      !(parameters === undefined || isPlainObject(parameters)) ||
       offset < 0 ||
       offset + length > body.length
     ) {
@@ -111,6 +115,16 @@ export function decodeTensorRequest(metaText: string, body: Buffer): TensorReque
         : { name, datatype, shape, data: data as Tensor['data'], parameters };
     inputs.push(tensor);
   }
+  const optional = (value: unknown, ok: (v: unknown) => boolean): boolean =>
+    value === undefined || ok(value);
+  if (
+    !optional(meta.o, (o) => Array.isArray(o) && o.every((n) => typeof n === 'string')) ||
+    !optional(meta.pa, isPlainObject) ||
+    !optional(meta.id, (id) => typeof id === 'string') ||
+    !optional(meta.t, (t) => typeof t === 'string') ||
+    !optional(meta.p, (p) => typeof p === 'string')
+  )
+    return { ok: false, message: 'a tensors frame with malformed request fields' };
   const request: DecodedInferRequest = {
     inputs,
     ...(meta.o === undefined ? {} : { outputs: meta.o }),
@@ -118,4 +132,8 @@ export function decodeTensorRequest(metaText: string, body: Buffer): TensorReque
     ...(meta.id === undefined ? {} : { id: meta.id }),
   };
   return { ok: true, request, timeoutHeader: meta.t, priorityHeader: meta.p };
+}
+
+function isPlainObject(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
