@@ -6,10 +6,15 @@ import type { LlamaConfig } from '../loader/llama-config.ts';
 import type { LlamaWeights } from '../loader/llama-weights.ts';
 import { ropeInverseFrequencies } from '../loader/rope-inverse-frequencies.ts';
 import { bytesPerBlock } from '../kv-cache/block-pool.ts';
-import { LlamaModel, type LlamaDims } from '../model/llama-model.ts';
+import {
+  LlamaModel,
+  weightFloatsOf,
+  type LlamaDims,
+  type LlamaModelOptions,
+} from '../model/llama-model.ts';
 
-/** wasm32 memory: 65,536 pages of 64 KiB; kept 256 MiB short for scratch and alignment. */
-const maxArenaBytes = 4 * 2 ** 30 - 256 * 2 ** 20;
+/** wasm32 memory: 65,536 pages of 64 KiB, less the arena's reserved first pages. */
+const maxArenaBytes = 4 * 2 ** 30 - 2 ** 20;
 
 export interface ModelOptions {
   /** Bytes for the KV cache (keys and values, every layer). Default 64 MiB. */
@@ -56,25 +61,25 @@ export function createModel(
     };
   }
   // Weights, KV cache and scratch share one WebAssembly memory: at most 4 GiB (wasm32).
-  let weightBytes = 4 * (weights.embedTokens.length + weights.norm.length);
-  if (weights.lmHead !== weights.embedTokens) weightBytes += 4 * weights.lmHead.length;
-  for (const layer of weights.layers)
-    for (const w of Object.values(layer) as Float32Array[]) weightBytes += 4 * w.length;
-  if (weightBytes + numBlocks * perBlock > maxArenaBytes) {
+  const modelOptions: LlamaModelOptions = {
+    kvCache: { numBlocks, blockSize },
+    maxPositions: config.maxPositionEmbeddings,
+    ...(options.maxTokensPerStep === undefined
+      ? {}
+      : { maxTokensPerStep: options.maxTokensPerStep }),
+  };
+  const weightBytes = 4 * weightFloatsOf(weights);
+  const cacheBytes = numBlocks * perBlock;
+  const totalBytes = LlamaModel.arenaBytes(dims, weightBytes / 4, modelOptions);
+  if (totalBytes > maxArenaBytes) {
     const gib = (bytes: number): string => (bytes / 2 ** 30).toFixed(2);
     return {
       ok: false,
-      message: `the model's float32 weights (${gib(weightBytes)} GiB) and KV cache (${gib(numBlocks * perBlock)} GiB) exceed the engine's ${gib(maxArenaBytes)} GiB of WebAssembly memory`,
+      message: `the model's float32 weights (${gib(weightBytes)} GiB), KV cache (${gib(cacheBytes)} GiB) and working memory (${gib(totalBytes - weightBytes - cacheBytes)} GiB) exceed the engine's ${gib(maxArenaBytes)} GiB of WebAssembly memory`,
     };
   }
   try {
-    const model = new LlamaModel(dims, weights, ropeInverseFrequencies(config), {
-      kvCache: { numBlocks, blockSize },
-      maxPositions: config.maxPositionEmbeddings,
-      ...(options.maxTokensPerStep === undefined
-        ? {}
-        : { maxTokensPerStep: options.maxTokensPerStep }),
-    });
+    const model = new LlamaModel(dims, weights, ropeInverseFrequencies(config), modelOptions);
     return { ok: true, model };
   } catch (error) {
     // The memory itself could not be had (the machine, not the request).

@@ -92,6 +92,31 @@ interface StepActivations {
   readonly sin: Float32Array;
 }
 
+/** Most rows of logits one vocabulary product makes: bounds the largest scratch buffer. */
+const maxLogitRows = 64;
+
+function logitRowsFor(options: LlamaModelOptions): number {
+  return Math.min(options.maxTokensPerStep ?? 512, maxLogitRows);
+}
+
+function kvShape(dims: LlamaDims, options: LlamaModelOptions) {
+  return {
+    numLayers: dims.numLayers,
+    numKvHeads: dims.numKvHeads,
+    headDim: dims.headDim,
+    blockSize: options.kvCache?.blockSize ?? 16,
+  };
+}
+
+/** Floats of every weight tensor (the tied vocabulary projection counted once). */
+export function weightFloatsOf(tensors: LlamaTensors): number {
+  let floats = tensors.embedTokens.length + tensors.norm.length;
+  if (tensors.lmHead !== tensors.embedTokens) floats += tensors.lmHead.length;
+  for (const layer of tensors.layers)
+    for (const w of Object.values(layer) as Float32Array[]) floats += w.length;
+  return floats;
+}
+
 export class LlamaModel {
   private readonly groupSize: number;
   readonly maxTokensPerStep: number;
@@ -106,6 +131,8 @@ export class LlamaModel {
   private readonly scoreScratch: Float32Array;
   /** A step's activations, sized for maxTokensPerStep rows and reused by every step. */
   private readonly activations: StepActivations;
+  /** Rows of logits one vocabulary product makes (more rows take several products). */
+  private readonly logitRows: number;
   private ropeCos = new Float32Array(0);
   private ropeSin = new Float32Array(0);
 
@@ -124,29 +151,10 @@ export class LlamaModel {
       );
     this.groupSize = dims.numHeads / dims.numKvHeads;
     this.maxTokensPerStep = options.maxTokensPerStep ?? 512;
-    const tied = tensors.lmHead === tensors.embedTokens;
-    let weightFloats = tensors.embedTokens.length + tensors.norm.length;
-    if (!tied) weightFloats += tensors.lmHead.length;
-    for (const layer of tensors.layers)
-      for (const w of Object.values(layer) as Float32Array[]) weightFloats += w.length;
     this.maxPositions = options.maxPositions ?? 4096;
-    // Attention scratch: byte slots and every group head's scores for the longest sequence.
-    const scratch =
-      this.scratchFloats(this.maxTokensPerStep) +
-      this.maxPositions +
-      attentionScratchFloats(this.groupSize, this.maxPositions) +
-      64;
-    const shape = {
-      numLayers: dims.numLayers,
-      numKvHeads: dims.numKvHeads,
-      headDim: dims.headDim,
-      blockSize: options.kvCache?.blockSize ?? 16,
-    };
-    const cacheBytes =
-      options.kvCache === undefined ? 0 : options.kvCache.numBlocks * bytesPerBlock(shape) + 1024;
-    // Each allocation may lose up to 15 bytes to alignment: 16 a tensor is plenty.
-    const tensorsCount = 3 + tensors.layers.length * 9 + 16;
-    this.arena = new KernelArena((weightFloats + scratch) * 4 + tensorsCount * 16 + cacheBytes);
+    const tied = tensors.lmHead === tensors.embedTokens;
+    const shape = kvShape(dims, options);
+    this.arena = new KernelArena(LlamaModel.arenaBytes(dims, weightFloatsOf(tensors), options));
     const arena = this.arena;
     const embedTokens = arena.copyIn(tensors.embedTokens);
     this.tensors = {
@@ -174,6 +182,7 @@ export class LlamaModel {
     const rows = this.maxTokensPerStep;
     const qWidth = dims.numHeads * dims.headDim;
     const kvWidth = dims.numKvHeads * dims.headDim;
+    this.logitRows = logitRowsFor(options);
     this.activations = {
       x: arena.alloc(rows * dims.hiddenSize),
       h: arena.alloc(rows * dims.hiddenSize),
@@ -185,21 +194,35 @@ export class LlamaModel {
       gate: arena.alloc(rows * dims.intermediateSize),
       up: arena.alloc(rows * dims.intermediateSize),
       normed: arena.alloc(rows * dims.hiddenSize),
-      logits: arena.alloc(rows * dims.vocabSize),
+      logits: arena.alloc(this.logitRows * dims.vocabSize),
       cos: arena.alloc((rows * dims.headDim) / 2),
       sin: arena.alloc((rows * dims.headDim) / 2),
     };
   }
 
-  /** Floats a step of `tokens` new tokens needs (activations and its logits): activations. */
-  private scratchFloats(tokens: number): number {
-    const d = this.dims;
-    const q = d.numHeads * d.headDim;
-    const kv = d.numKvHeads * d.headDim;
-    return (
-      tokens *
-      (4 * d.hiddenSize + 2 * q + 2 * kv + 2 * d.intermediateSize + d.vocabSize + d.headDim)
-    );
+  /**
+   * Bytes of WebAssembly memory a model of `dims` with `weightFloats` of weights takes under
+   * `options`: weights, KV cache, attention scratch and a step's activations (createModel
+   * checks this against wasm32's 4 GiB before anything is allocated).
+   */
+  static arenaBytes(dims: LlamaDims, weightFloats: number, options: LlamaModelOptions): number {
+    const rows = options.maxTokensPerStep ?? 512;
+    const maxPositions = options.maxPositions ?? 4096;
+    const q = dims.numHeads * dims.headDim;
+    const kv = dims.numKvHeads * dims.headDim;
+    const activations =
+      rows * (4 * dims.hiddenSize + 2 * q + 2 * kv + 2 * dims.intermediateSize + dims.headDim) +
+      logitRowsFor(options) * dims.vocabSize;
+    // Attention: byte slots and every group head's scores for the longest sequence.
+    const attention =
+      maxPositions + attentionScratchFloats(dims.numHeads / dims.numKvHeads, maxPositions);
+    const cacheBytes =
+      options.kvCache === undefined
+        ? 0
+        : options.kvCache.numBlocks * bytesPerBlock(kvShape(dims, options));
+    // Each allocation may lose up to 15 bytes to alignment: 64 bytes an allocation is plenty.
+    const allocations = 4 + dims.numLayers * 11 + 16;
+    return (weightFloats + activations + attention) * 4 + cacheBytes + allocations * 64;
   }
 
   /**
@@ -290,9 +313,10 @@ export class LlamaModel {
     }
     for (const step of steps) step.kv.commit(step.tokens.length);
 
-    // Final norm and the vocabulary projection, only for the rows asked for, all in one
-    // product (the vocabulary's weights are read once for every sequence, not once each).
+    // Final norm and the vocabulary projection, only for the rows asked for, many rows a
+    // product (the vocabulary's weights are read once for up to 64 sequences, not once each).
     const wanted = allPositions ? total : steps.length;
+    const vocab = d.vocabSize;
     if (allPositions) arena.rmsNorm(x, this.tensors.norm, normed, total, hidden, d.rmsNormEps);
     else {
       row = 0;
@@ -303,13 +327,19 @@ export class LlamaModel {
         arena.rmsNorm(last, this.tensors.norm, into, 1, hidden, d.rmsNormEps);
       }
     }
-    linear(normed, wanted, hidden, this.tensors.lmHead, d.vocabSize, logits);
-    // Copies out of the scratch, which the next step reuses.
+    // Copies out of the scratch, which the next step reuses; at most logitRows a product.
+    const all = new Float32Array(wanted * vocab);
+    for (let first = 0; first < wanted; first += this.logitRows) {
+      const rows = Math.min(this.logitRows, wanted - first);
+      const inputs = normed.subarray(first * hidden, (first + rows) * hidden);
+      linear(inputs, rows, hidden, this.tensors.lmHead, vocab, logits);
+      all.set(logits.subarray(0, rows * vocab), first * vocab);
+    }
     const out: Float32Array[] = [];
     row = 0;
     for (const step of steps) {
       const rows = allPositions ? step.tokens.length : 1;
-      out.push(logits.slice(row * d.vocabSize, (row + rows) * d.vocabSize));
+      out.push(all.subarray(row * vocab, (row + rows) * vocab));
       row += rows;
     }
     return out;
