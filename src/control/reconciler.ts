@@ -28,7 +28,7 @@ import {
   type ReplicaState,
 } from './replica-plan.ts';
 import { RoutingTable } from './routing-table.ts';
-import { workerServingSettings } from './serving-defaults.ts';
+import { workerRevision, workerServingSettings } from './serving-defaults.ts';
 
 export const defaultMaxBodyBytes = 32 * 1024 * 1024;
 
@@ -46,10 +46,12 @@ export interface ReplicaStatus {
 }
 
 interface Replica {
+  /** Unique for the reconciler's life: a replica stopping and its successor never share it. */
   id: string;
   endpoint: string;
   model: string;
   version: number;
+  revision: string;
   slot: number;
   state: ReplicaState;
   url: string | null;
@@ -90,6 +92,8 @@ export class Reconciler {
   private again = false;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
+  /** Replicas started so far: the last part of every replica id. */
+  private launches = 0;
 
   constructor(private readonly options: ReconcilerOptions) {
     this.routing = new RoutingTable(
@@ -177,7 +181,12 @@ export class Reconciler {
     for (const endpoint of this.endpoints)
       await this.learnVersion(endpoint.model, endpoint.version);
     const actions = planReplicas(
-      this.endpoints.map((e) => ({ name: e.name, version: e.version, replicas: e.replicas })),
+      this.endpoints.map((e) => ({
+        name: e.name,
+        version: e.version,
+        revision: workerRevision(e),
+        replicas: e.replicas,
+      })),
       [...this.replicas.values()],
       this.options.clock.now(),
     );
@@ -202,11 +211,13 @@ export class Reconciler {
       case 'start': {
         const endpoint = this.endpoints.find((e) => e.name === action.endpoint);
         if (endpoint === undefined) return;
+        this.launches += 1;
         const replica: Replica = {
-          id: `${endpoint.name}-v${action.version}-r${action.slot}`,
+          id: `${endpoint.name}-v${action.version}-r${action.slot}-${this.launches}`,
           endpoint: endpoint.name,
           model: endpoint.model,
           version: action.version,
+          revision: action.revision,
           slot: action.slot,
           state: 'starting',
           url: null,
@@ -313,7 +324,7 @@ export class Reconciler {
         return;
       case 'exited':
         if (replica.state === 'stopping') {
-          this.replicas.delete(replica.id);
+          if (this.replicas.get(replica.id) === replica) this.replicas.delete(replica.id);
         } else {
           const how =
             event.signal === null ? `code ${event.code ?? '?'}` : `signal ${event.signal}`;
@@ -331,16 +342,26 @@ export class Reconciler {
     const ready = [...this.replicas.values()].filter(
       (r) => r.endpoint === endpoint.name && r.state === 'ready' && r.url !== null,
     );
-    const current = ready.filter((r) => r.version === endpoint.version);
-    // Until the desired version has a ready replica, the old one keeps serving.
-    const serving =
-      current.length > 0 ? current : ready.filter((r) => r.version === ready[0]?.version);
+    // The desired revision serves once every slot of it is ready, or once nothing else is
+    // ready; until then the revision it replaces keeps all the traffic (one revision a route:
+    // a route has one model, version and schema).
+    const revision = workerRevision(endpoint);
+    const current = ready.filter((r) => r.revision === revision);
+    const others = ready.filter((r) => r.revision !== revision);
+    let serving = current;
+    if (current.length < endpoint.replicas && others.length > 0) {
+      const byRevision = new Map<string, Replica[]>();
+      for (const r of others)
+        byRevision.set(r.revision, [...(byRevision.get(r.revision) ?? []), r]);
+      serving = [...byRevision.values()].reduce((a, b) => (b.length > a.length ? b : a));
+    }
+    const model = serving[0]?.model ?? endpoint.model;
     const version = serving[0]?.version ?? endpoint.version;
-    const key = `${endpoint.model}@${version}`;
+    const key = `${model}@${version}`;
     return {
       name: endpoint.name,
       team: endpoint.team,
-      model: endpoint.model,
+      model,
       version,
       format: this.formats.get(key) ?? 'onnx',
       schema: this.declaredSchemas.get(key) ?? this.reportedSchemas.get(key) ?? null,

@@ -2,12 +2,16 @@
 // the replicas that exist, which replicas to start, restart and stop. No clock reads, no
 // I/O: tested with a fake `nowMs` and plain objects.
 //
-// Rules, per endpoint (desired version V, N replicas):
-// - slots 0..N-1 of version V each hold one replica; an empty slot is started;
+// A replica is started from a revision: the model, its version and the serving config the
+// worker gets (serving-defaults.ts: workerRevision). Redeploying another model, version or
+// worker config is a new revision, rolled out like a new version.
+//
+// Rules, per endpoint (desired revision R, N replicas):
+// - slots 0..N-1 of revision R each hold one replica; an empty slot is started;
 // - a failed replica is restarted when its backoff has passed (0.5 s, 1 s, 2 s … 30 s);
-// - replicas of V in slots ≥ N are stopped (scale down);
-// - replicas of other versions keep serving until every slot of V is ready, then stop
-//   (a new version that never becomes ready never takes the old one's traffic away);
+// - replicas of R in slots ≥ N are stopped (scale down);
+// - replicas of other revisions keep serving until every slot of R is ready, then stop
+//   (a new revision that never becomes ready never takes the old one's traffic away);
 // - replicas of endpoints that no longer exist are stopped.
 
 export type ReplicaState = 'starting' | 'ready' | 'failed' | 'stopping';
@@ -15,6 +19,8 @@ export type ReplicaState = 'starting' | 'ready' | 'failed' | 'stopping';
 export interface DesiredEndpoint {
   readonly name: string;
   readonly version: number;
+  /** What its replicas are started from (model, version, worker config). */
+  readonly revision: string;
   readonly replicas: number;
 }
 
@@ -22,6 +28,7 @@ export interface ObservedReplica {
   readonly id: string;
   readonly endpoint: string;
   readonly version: number;
+  readonly revision: string;
   readonly slot: number;
   readonly state: ReplicaState;
   readonly restarts: number;
@@ -34,6 +41,7 @@ export type ReplicaAction =
       readonly kind: 'start';
       readonly endpoint: string;
       readonly version: number;
+      readonly revision: string;
       readonly slot: number;
     }
   | { readonly kind: 'restart'; readonly replicaId: string }
@@ -67,11 +75,17 @@ export function planReplicas(
 
   for (const endpoint of endpoints) {
     const mine = live.filter((r) => r.endpoint === endpoint.name);
-    const current = mine.filter((r) => r.version === endpoint.version);
+    const current = mine.filter((r) => r.revision === endpoint.revision);
     for (let slot = 0; slot < endpoint.replicas; slot++) {
       const holder = current.find((r) => r.slot === slot);
       if (holder === undefined) {
-        actions.push({ kind: 'start', endpoint: endpoint.name, version: endpoint.version, slot });
+        actions.push({
+          kind: 'start',
+          endpoint: endpoint.name,
+          version: endpoint.version,
+          revision: endpoint.revision,
+          slot,
+        });
       } else if (
         holder.state === 'failed' &&
         holder.restartAtMs !== null &&
@@ -90,7 +104,7 @@ export function planReplicas(
     ).length;
     if (readyCurrent >= endpoint.replicas) {
       for (const replica of mine) {
-        if (replica.version !== endpoint.version) {
+        if (replica.revision !== endpoint.revision) {
           actions.push({ kind: 'stop', replicaId: replica.id, reason: 'replaced' });
         }
       }

@@ -92,3 +92,29 @@ export function completeEndpointConfig(input: EndpointConfigInput): EndpointConf
   const preferredBatchSizes = [...preferred].sort((a, b) => a - b);
   return { ...rest, batching: { ...complete, preferredBatchSizes } };
 }
+
+/**
+ * What an endpoint's workers are started from: its model, version and every config field a
+ * worker reads (all but the gateway's maxConcurrency), in a canonical form. Two deploys with
+ * the same revision can share workers; any change is a rollout.
+ */
+export function workerRevision(endpoint: {
+  readonly model: string;
+  readonly version: number;
+  readonly config: EndpointConfig;
+}): string {
+  const { maxConcurrency: _gatewayOnly, ...workerConfig } = endpoint.config;
+  return `${endpoint.model}@${endpoint.version}#${canonicalJson(workerConfig)}`;
+}
+
+/** JSON with object keys sorted at every level (arrays keep their order). */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}

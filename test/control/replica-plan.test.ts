@@ -3,10 +3,12 @@ import assert from 'node:assert/strict';
 import {
   planReplicas,
   restartBackoffMs,
+  type DesiredEndpoint,
   type ObservedReplica,
   type ReplicaAction,
 } from '../../src/control/replica-plan.ts';
 
+/** A replica of revision "v<version>" unless the test says otherwise. */
 function replica(
   overrides: Partial<ObservedReplica> & Pick<ObservedReplica, 'id'>,
 ): ObservedReplica {
@@ -17,16 +19,22 @@ function replica(
     state: 'ready',
     restarts: 0,
     restartAtMs: null,
+    revision: `v${overrides.version ?? 1}`,
     ...overrides,
   };
+}
+
+/** An endpoint at revision "v<version>". */
+function want(name: string, version: number, replicas: number): DesiredEndpoint {
+  return { name, version, revision: `v${version}`, replicas };
 }
 
 const sorted = (actions: ReplicaAction[]): string[] => actions.map((a) => JSON.stringify(a)).sort();
 
 test('an empty endpoint gets one start per slot', () => {
-  assert.deepEqual(planReplicas([{ name: 'e', version: 1, replicas: 2 }], [], 0), [
-    { kind: 'start', endpoint: 'e', version: 1, slot: 0 },
-    { kind: 'start', endpoint: 'e', version: 1, slot: 1 },
+  assert.deepEqual(planReplicas([want('e', 1, 2)], [], 0), [
+    { kind: 'start', endpoint: 'e', version: 1, revision: 'v1', slot: 0 },
+    { kind: 'start', endpoint: 'e', version: 1, revision: 'v1', slot: 1 },
   ]);
 });
 
@@ -35,13 +43,13 @@ test('a steady endpoint needs nothing', () => {
     replica({ id: 'a', slot: 0 }),
     replica({ id: 'b', slot: 1, state: 'starting' }),
   ];
-  assert.deepEqual(planReplicas([{ name: 'e', version: 1, replicas: 2 }], replicas, 0), []);
+  assert.deepEqual(planReplicas([want('e', 1, 2)], replicas, 0), []);
 });
 
 test('a failed replica restarts only after its backoff', () => {
   const failed = replica({ id: 'a', state: 'failed', restarts: 2, restartAtMs: 1000 });
-  assert.deepEqual(planReplicas([{ name: 'e', version: 1, replicas: 1 }], [failed], 999), []);
-  assert.deepEqual(planReplicas([{ name: 'e', version: 1, replicas: 1 }], [failed], 1000), [
+  assert.deepEqual(planReplicas([want('e', 1, 1)], [failed], 999), []);
+  assert.deepEqual(planReplicas([want('e', 1, 1)], [failed], 1000), [
     { kind: 'restart', replicaId: 'a' },
   ]);
 });
@@ -60,7 +68,7 @@ test('scale down stops the highest slots', () => {
     replica({ id: 'c', slot: 2 }),
   ];
   assert.deepEqual(
-    sorted(planReplicas([{ name: 'e', version: 1, replicas: 1 }], replicas, 0)),
+    sorted(planReplicas([want('e', 1, 1)], replicas, 0)),
     sorted([
       { kind: 'stop', replicaId: 'b', reason: 'scale-down' },
       { kind: 'stop', replicaId: 'c', reason: 'scale-down' },
@@ -69,11 +77,11 @@ test('scale down stops the highest slots', () => {
 });
 
 test('a new version starts beside the old one, which stops only when every new slot is ready', () => {
-  const endpoints = [{ name: 'e', version: 2, replicas: 2 }];
+  const endpoints = [want('e', 2, 2)];
   const old = [replica({ id: 'old0', slot: 0 }), replica({ id: 'old1', slot: 1 })];
   assert.deepEqual(planReplicas(endpoints, old, 0), [
-    { kind: 'start', endpoint: 'e', version: 2, slot: 0 },
-    { kind: 'start', endpoint: 'e', version: 2, slot: 1 },
+    { kind: 'start', endpoint: 'e', version: 2, revision: 'v2', slot: 0 },
+    { kind: 'start', endpoint: 'e', version: 2, revision: 'v2', slot: 1 },
   ]);
   const halfReady = [
     ...old,
@@ -98,7 +106,19 @@ test('a new version starts beside the old one, which stops only when every new s
     ...old,
     replica({ id: 'new0', version: 2, slot: 0, state: 'failed', restartAtMs: 10 }),
   ];
-  assert.deepEqual(planReplicas([{ name: 'e', version: 2, replicas: 1 }], failing, 5), []);
+  assert.deepEqual(planReplicas([want('e', 2, 1)], failing, 5), []);
+});
+
+test('the same version with another worker config (or model) is a rollout too', () => {
+  const endpoints = [{ name: 'e', version: 1, revision: 'v1-batching-off', replicas: 1 }];
+  const old = [replica({ id: 'old0', revision: 'v1-batching-on' })];
+  assert.deepEqual(planReplicas(endpoints, old, 0), [
+    { kind: 'start', endpoint: 'e', version: 1, revision: 'v1-batching-off', slot: 0 },
+  ]);
+  const both = [...old, replica({ id: 'new0', revision: 'v1-batching-off' })];
+  assert.deepEqual(planReplicas(endpoints, both, 0), [
+    { kind: 'stop', replicaId: 'old0', reason: 'replaced' },
+  ]);
 });
 
 test('replicas of deleted endpoints stop; stopping replicas are left alone', () => {
@@ -111,31 +131,41 @@ test('replicas of deleted endpoints stop; stopping replicas are left alone', () 
   ]);
 });
 
-test('property: after applying the plan, each endpoint converges to exactly N live replicas of its version', () => {
+test('property: after applying the plan, each endpoint converges to exactly N live replicas of its revision', () => {
   let seed = 42;
   const random = (): number => {
     seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
     return seed / 2 ** 31;
   };
   for (let round = 0; round < 200; round++) {
-    const endpoints = Array.from({ length: 1 + Math.floor(random() * 3) }, (_, i) => ({
-      name: `e${i}`,
-      version: 1 + Math.floor(random() * 2),
-      replicas: Math.floor(random() * 4),
-    }));
-    let replicas: ObservedReplica[] = Array.from({ length: Math.floor(random() * 8) }, (_, i) => ({
-      id: `r${i}`,
-      endpoint: `e${Math.floor(random() * 4)}`,
-      version: 1 + Math.floor(random() * 2),
-      slot: Math.floor(random() * 4),
-      state: 'ready' as const,
-      restarts: 0,
-      restartAtMs: null,
-    }));
-    // dedupe slots per (endpoint, version), as the reconciler guarantees
+    // Versions 1–2, each with two possible configs: four revisions an endpoint.
+    const revisionOf = (version: number, config: number): string => `v${version}c${config}`;
+    const endpoints = Array.from({ length: 1 + Math.floor(random() * 3) }, (_, i) => {
+      const version = 1 + Math.floor(random() * 2);
+      return {
+        name: `e${i}`,
+        version,
+        revision: revisionOf(version, Math.floor(random() * 2)),
+        replicas: Math.floor(random() * 4),
+      };
+    });
+    let replicas: ObservedReplica[] = Array.from({ length: Math.floor(random() * 8) }, (_, i) => {
+      const version = 1 + Math.floor(random() * 2);
+      return {
+        id: `r${i}`,
+        endpoint: `e${Math.floor(random() * 4)}`,
+        version,
+        revision: revisionOf(version, Math.floor(random() * 2)),
+        slot: Math.floor(random() * 4),
+        state: 'ready' as const,
+        restarts: 0,
+        restartAtMs: null,
+      };
+    });
+    // dedupe slots per (endpoint, revision), as the reconciler guarantees
     const seen = new Set<string>();
     replicas = replicas.filter((r) => {
-      const key = `${r.endpoint}/${r.version}/${r.slot}`;
+      const key = `${r.endpoint}/${r.revision}/${r.slot}`;
       if (seen.has(key)) return false;
       seen.add(key);
       return true;
@@ -150,6 +180,7 @@ test('property: after applying the plan, each endpoint converges to exactly N li
             id: `n${step}-${next++}`,
             endpoint: action.endpoint,
             version: action.version,
+            revision: action.revision,
             slot: action.slot,
             state: 'ready',
             restarts: 0,
@@ -161,7 +192,7 @@ test('property: after applying the plan, each endpoint converges to exactly N li
     for (const endpoint of endpoints) {
       const mine = replicas.filter((r) => r.endpoint === endpoint.name);
       assert.equal(mine.length, endpoint.replicas, JSON.stringify({ endpoint, mine }));
-      assert.ok(mine.every((r) => r.version === endpoint.version));
+      assert.ok(mine.every((r) => r.revision === endpoint.revision));
     }
     assert.ok(replicas.every((r) => endpoints.some((e) => e.name === r.endpoint)));
   }

@@ -1,0 +1,211 @@
+// The reconciler against a backend the test drives: it decides when each replica listens,
+// becomes ready and exits, so rollouts are checked step by step with no timing involved.
+// What matters: the route never leaves a revision before every slot of its successor is
+// ready; a redeploy of another model or worker config rolls out like a new version; a
+// replica stopping and its successor in the same slot are never confused (no orphans).
+
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import type { Backend, ReplicaEvent, ReplicaLaunch } from '../../src/control/backends/backend.ts';
+import { EndpointService } from '../../src/control/endpoints.ts';
+import { Reconciler } from '../../src/control/reconciler.ts';
+import { ArtifactStore } from '../../src/registry/artifact-store.ts';
+import { Registry } from '../../src/registry/registry.ts';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import { tempDir } from '../helpers/temp-dir.ts';
+
+const fixture = new URL('../../fixtures/registry/xgb-binary.json', import.meta.url).pathname;
+
+interface Launched {
+  readonly launch: ReplicaLaunch;
+  readonly emit: (event: ReplicaEvent) => void;
+  stopRequested: boolean;
+  exited: boolean;
+}
+
+/** Every start is recorded; the test makes replicas listen, get ready and exit. */
+class DrivenBackend implements Backend {
+  readonly kind = 'local' as const;
+  readonly launched: Launched[] = [];
+  private port = 9000;
+
+  start(launch: ReplicaLaunch, onEvent: (event: ReplicaEvent) => void) {
+    const entry: Launched = { launch, emit: onEvent, stopRequested: false, exited: false };
+    this.launched.push(entry);
+    const port = this.port++;
+    return {
+      id: launch.replicaId,
+      pid: port,
+      stop: () => {
+        entry.stopRequested = true; // it drains until the test says it exited
+        return Promise.resolve();
+      },
+    };
+  }
+
+  ready(entry: Launched): void {
+    entry.emit({
+      kind: 'listening',
+      url: `http://127.0.0.1:${9000 + this.launched.indexOf(entry)}`,
+    });
+    entry.emit({ kind: 'ready', schema: { inputs: [], outputs: [] }, memoryBytes: 0 });
+  }
+
+  exit(entry: Launched): void {
+    entry.exited = true;
+    entry.emit({ kind: 'exited', code: 0, signal: null });
+  }
+
+  /** Launches not asked to stop and not exited. */
+  running(): Launched[] {
+    return this.launched.filter((l) => !l.stopRequested && !l.exited);
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    if (check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+async function setup(t: TestContext) {
+  const dir = await tempDir();
+  const store = SqliteStore.open(`${dir}/kiln.db`);
+  const artifacts = new ArtifactStore(`${dir}/artifacts`);
+  await artifacts.init();
+  const registry = new Registry(store, artifacts);
+  const data = await readFile(fixture);
+  // Two models, two versions each (the second a byte longer: another artifact).
+  for (const model of ['a', 'b']) {
+    await registry.createModel(model);
+    for (const bytes of [data, Buffer.concat([data, Buffer.from('\n')])]) {
+      const sha256 = createHash('sha256').update(bytes).digest('hex');
+      await artifacts.ingest(Readable.from([bytes]), sha256, { maxBytes: 1e9 });
+      await registry.registerVersion(model, {
+        format: 'xgboost',
+        files: [{ path: 'model.json', size: bytes.length, sha256 }],
+      });
+    }
+  }
+  const backend = new DrivenBackend();
+  const reconciler = new Reconciler({
+    store,
+    registry,
+    backend,
+    clock: { now: () => Date.now() },
+    auth: 'dev',
+    unpublishDelayMs: 0,
+    intervalMs: 20,
+  });
+  const endpoints = new EndpointService(registry, reconciler, () => '');
+  reconciler.start();
+  t.after(async () => {
+    for (const entry of backend.launched) if (!entry.exited) backend.exit(entry);
+    await reconciler.close();
+    await store.close();
+  });
+  const routed = (): string[] =>
+    reconciler.routing.current().endpoints[0]?.replicas.map((r) => r.id) ?? [];
+  const route = () => reconciler.routing.current().endpoints[0];
+  return { backend, reconciler, endpoints, routed, route };
+}
+
+test('traffic stays on the old version until every slot of the new one is ready', async (t) => {
+  const { backend, endpoints, routed, route } = await setup(t);
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 3 });
+  await until(() => backend.launched.length === 3, 'three v1 launches');
+  for (const entry of backend.launched) backend.ready(entry);
+  await until(() => routed().length === 3, 'v1 routed');
+  const v1 = routed();
+
+  await endpoints.deploy('e', { model: 'a', version: 2, replicas: 2 });
+  await until(() => backend.launched.length === 5, 'two v2 launches');
+  const [first, second] = backend.launched.slice(3);
+  backend.ready(first!);
+  await new Promise((resolve) => setTimeout(resolve, 60)); // a few reconcile passes
+  assert.deepEqual(routed(), v1, 'one of two new replicas ready: the old version serves');
+  assert.equal(route()?.version, 1);
+  assert.ok(backend.launched.slice(0, 3).every((l) => !l.stopRequested));
+
+  backend.ready(second!);
+  await until(() => route()?.version === 2, 'the route on v2');
+  assert.equal(routed().length, 2);
+  await until(() => backend.launched.slice(0, 3).every((l) => l.stopRequested), 'v1 stopped');
+});
+
+test('another model, or another worker config, on the same endpoint is rolled out', async (t) => {
+  const { backend, endpoints, route } = await setup(t);
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 1 });
+  await until(() => backend.launched.length === 1, 'the first launch');
+  backend.ready(backend.launched[0]!);
+  await until(() => route()?.replicas.length === 1, 'routed');
+
+  // Model b, same version number: its own worker, and the route names b once it is ready.
+  await endpoints.deploy('e', { model: 'b', version: 1, replicas: 1 });
+  await until(() => backend.launched.length === 2, 'a launch for model b');
+  assert.equal(backend.launched[1]!.launch.model, 'b');
+  assert.equal(route()?.model, 'a');
+  backend.ready(backend.launched[1]!);
+  await until(() => route()?.model === 'b', 'the route on model b');
+  await until(() => backend.launched[0]!.stopRequested, 'model a stopped');
+
+  // Only the batching settings change: workers read them, so new workers are started.
+  await endpoints.deploy('e', {
+    model: 'b',
+    version: 1,
+    replicas: 1,
+    config: { batching: { maxBatchSize: 4 } },
+  });
+  await until(() => backend.launched.length === 3, 'a launch with the new config');
+  assert.equal(backend.launched[2]!.launch.batching?.maxBatchSize, 4);
+  backend.ready(backend.launched[2]!);
+  await until(() => backend.launched[1]!.stopRequested, 'the old config stopped');
+
+  // Only the gateway's concurrency limit changes: no worker reads it, nothing restarts.
+  await endpoints.deploy('e', {
+    model: 'b',
+    version: 1,
+    replicas: 1,
+    config: { batching: { maxBatchSize: 4 }, maxConcurrency: 7 },
+  });
+  await until(() => route()?.maxConcurrency === 7, 'the new limit published');
+  assert.equal(backend.launched.length, 3);
+});
+
+test('a slot refilled while its old replica still drains gets a replica of its own', async (t) => {
+  const { backend, reconciler, endpoints } = await setup(t);
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 2 });
+  await until(() => backend.launched.length === 2, 'two launches');
+  for (const entry of backend.launched) backend.ready(entry);
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 1 });
+  await until(() => backend.launched[1]!.stopRequested, 'slot 1 stopping');
+  // Back to two while slot 1's old replica is still draining.
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 2 });
+  await until(() => backend.launched.length === 3, 'slot 1 refilled');
+  const [, draining, refill] = backend.launched;
+  assert.notEqual(refill!.launch.replicaId, draining!.launch.replicaId);
+  backend.ready(refill!);
+  backend.exit(draining!); // the old one finally exits
+  await new Promise((resolve) => setTimeout(resolve, 60)); // a few reconcile passes
+  // Exactly the two running workers are tracked; nothing was started behind them.
+  assert.equal(backend.launched.length, 3);
+  const tracked = reconciler.replicaStatus('e').map((r) => r.id);
+  assert.deepEqual(
+    tracked.sort(),
+    backend
+      .running()
+      .map((l) => l.launch.replicaId)
+      .sort(),
+  );
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 0 });
+  await until(() => backend.running().length === 0, 'every worker asked to stop');
+});
