@@ -2,9 +2,14 @@
 // dim 0, runs the model once, and splits the outputs back by each request's rows.
 //
 //   batch of n requests ─► concatRequests ─► runtime.infer (once) ─► splitOutputs ─► n outcomes
-//                                                  │ failed
+//                                                  │ failed, threw, or could not be split
 //                                                  └─► each request alone, so one bad request
 //                                                      cannot fail its neighbours
+//
+// Joining needs every input and output of the model to be batched along dim 0 (declared
+// first dimension -1). A model with a fixed-size output (a label table [3]) or an open-rank
+// one cannot be split back by rows, however many rows the batch has: its requests still
+// queue (deadlines, priorities, shedding), but each runs alone.
 
 import type { InferOutcome, InferRequest, ModelRuntime } from '../../runtimes/runtime.ts';
 import type { BatchingConfig } from '../../store/serving-records.ts';
@@ -26,38 +31,66 @@ export interface InferBatcherOptions {
 }
 
 export function createInferBatcher(
-  runtime: Pick<ModelRuntime, 'infer'>,
+  runtime: Pick<ModelRuntime, 'infer' | 'inputs' | 'outputs'>,
   config: BatchingConfig,
   options: InferBatcherOptions = {},
 ): InferBatcher {
+  const joinable = joinsAlongRows(runtime);
   return new DynamicBatcher<InferRequest, InferOutcome>({
     config,
-    executor: (requests) => runBatch(runtime, requests),
+    executor: (requests) => runBatch(runtime, requests, joinable),
     clock: options.clock ?? monotonicClock,
     scheduler: options.scheduler ?? timerScheduler,
     ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
   });
 }
 
-/** Runs requests that share a shape key as one model execution; one outcome per request. */
+/** Whether every declared input and output of the model has the batch as its first dimension. */
+export function joinsAlongRows(runtime: Pick<ModelRuntime, 'inputs' | 'outputs'>): boolean {
+  const batched = (spec: { readonly shape: readonly number[] }): boolean =>
+    spec.shape.length > 0 && spec.shape[0] === -1;
+  return (
+    runtime.inputs.length > 0 && runtime.inputs.every(batched) && runtime.outputs.every(batched)
+  );
+}
+
+/**
+ * Runs requests that share a shape key as one model execution when the model joins along
+ * rows (`joinable`), else one by one; one outcome per request, in order.
+ */
 export async function runBatch(
   runtime: Pick<ModelRuntime, 'infer'>,
   requests: readonly InferRequest[],
+  joinable = true,
 ): Promise<InferOutcome[]> {
-  const only = requests[0];
-  if (requests.length === 1 && only !== undefined) return [await runtime.infer(only)];
-  const outcome = await runtime.infer(concatRequests(requests));
-  if (!outcome.ok) {
-    const each: InferOutcome[] = [];
-    for (const request of requests) each.push(await runtime.infer(request));
-    return each;
+  if (requests.length === 1 || !joinable) return eachAlone(runtime, requests);
+  let outcome: InferOutcome;
+  try {
+    outcome = await runtime.infer(concatRequests(requests));
+  } catch {
+    return eachAlone(runtime, requests);
   }
+  if (!outcome.ok) return eachAlone(runtime, requests);
   const split = splitOutputs(
     outcome.outputs,
     requests.map((r) => r.inputs[0]?.shape[0] ?? 0),
   );
-  if (!split.ok) {
-    return requests.map(() => ({ ok: false, kind: 'failed', message: split.message }));
-  }
+  // Outputs not laid out by rows after all: each request's own run is the only safe answer.
+  if (!split.ok) return eachAlone(runtime, requests);
   return split.outputs.map((outputs) => ({ ok: true, outputs }));
+}
+
+async function eachAlone(
+  runtime: Pick<ModelRuntime, 'infer'>,
+  requests: readonly InferRequest[],
+): Promise<InferOutcome[]> {
+  const each: InferOutcome[] = [];
+  for (const request of requests) {
+    try {
+      each.push(await runtime.infer(request));
+    } catch (error) {
+      each.push({ ok: false, kind: 'failed', message: `the model failed: ${String(error)}` });
+    }
+  }
+  return each;
 }

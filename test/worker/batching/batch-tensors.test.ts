@@ -11,7 +11,7 @@ import {
   concatRequests,
   splitOutputs,
 } from '../../../src/worker/batching/batch-tensors.ts';
-import { runBatch } from '../../../src/worker/batching/infer-batcher.ts';
+import { joinsAlongRows, runBatch } from '../../../src/worker/batching/infer-batcher.ts';
 
 const fp32 = (rows: number[][], name = 'x'): Tensor => ({
   name,
@@ -170,14 +170,52 @@ void test('runBatch: a failing batch reruns each request alone, so one bad reque
   );
 });
 
-void test('runBatch: outputs whose first dimension is not the batch fail every request (500)', async () => {
-  const runtime = doubler({ rowsOut: () => 1 });
+void test('runBatch: outputs that cannot be split by rows are not guessed at: each request runs alone', async () => {
+  const runtime = doubler({ rowsOut: () => 1 }); // one output row, however many came in
   const outcomes = await runBatch(runtime, [req(1), req(2)]);
-  for (const outcome of outcomes) {
-    assert.equal(outcome.ok, false);
-    if (!outcome.ok) {
-      assert.equal(outcome.kind, 'failed');
-      assert.match(outcome.message, /could not be split/);
-    }
-  }
+  assert.deepEqual(runtime.calls, [2, 1, 1]);
+  assert.deepEqual(
+    outcomes.map((o) => (o.ok ? [...(o.outputs[0]?.data as Float32Array)] : o.message)),
+    [[2], [4]],
+  );
+});
+
+void test('runBatch: a model whose outputs are not all batched is never joined', async () => {
+  // A fixed-size output (labels [3]) next to a batched one: even a batch of exactly 3 rows
+  // must not be cut into one label each.
+  const model = {
+    inputs: [{ name: 'x', datatype: 'FP32' as const, shape: [-1, 1] }],
+    outputs: [
+      { name: 'y', datatype: 'FP32' as const, shape: [-1, 1] },
+      { name: 'labels', datatype: 'BYTES' as const, shape: [3] },
+    ],
+  };
+  assert.equal(joinsAlongRows(model), false);
+  assert.equal(joinsAlongRows({ ...model, outputs: [model.outputs[0]!] }), true);
+  assert.equal(joinsAlongRows({ ...model, outputs: [{ ...model.outputs[0]!, shape: [] }] }), false);
+  const runtime = doubler();
+  const outcomes = await runBatch(runtime, [req(1), req(2), req(3)], joinsAlongRows(model));
+  assert.deepEqual(runtime.calls, [1, 1, 1]);
+  assert.deepEqual(
+    outcomes.map((o) => (o.ok ? [...(o.outputs[0]?.data as Float32Array)] : o.message)),
+    [[2], [4], [6]],
+  );
+});
+
+void test('runBatch: a batch whose execution throws reruns each request alone', async () => {
+  const inner = doubler();
+  let calls = 0;
+  const runtime = {
+    infer(request: InferRequest): Promise<InferOutcome> {
+      calls += 1;
+      if ((request.inputs[0]?.shape[0] ?? 0) > 1) return Promise.reject(new Error('boom'));
+      return inner.infer(request);
+    },
+  };
+  const outcomes = await runBatch(runtime, [req(1), req(2)]);
+  assert.equal(calls, 3);
+  assert.deepEqual(
+    outcomes.map((o) => o.ok),
+    [true, true],
+  );
 });
