@@ -30,7 +30,7 @@ export class WasmArena<Exports> {
 
   /** The byte offset of `bytes` zeroed bytes, 16-byte aligned. */
   reserve(bytes: number): number {
-    const start = (this.top + 15) & ~15;
+    const start = Math.ceil(this.top / 16) * 16; // not `& ~15`: offsets pass 2³¹
     const end = start + bytes;
     if (end > this.capacity)
       throw new RangeError(`kernel arena exhausted: ${end} of ${this.capacity} bytes`);

@@ -145,7 +145,9 @@ export class EnsembleBuilder {
     if (leaves.length === 0) return 'it has no leaves';
     for (const [index, node] of nodes.entries()) {
       for (const child of [node.yes, node.no]) {
-        const ok = child >= 0 ? child < nodes.length : ~child < leaves.length;
+        // Leaf i is written -(i + 1), LightGBM's ~i; plain arithmetic, as ~ would wrap a
+        // number past 32 bits onto a real leaf.
+        const ok = child >= 0 ? child < nodes.length : -child <= leaves.length;
         if (!Number.isInteger(child) || !ok)
           return `node ${index} points at a child that does not exist`;
       }

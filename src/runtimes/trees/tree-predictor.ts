@@ -77,6 +77,8 @@ export class TreePredictor {
   /** Which kernel sums the trees: generated JavaScript or the array interpreter. */
   readonly kernelKind: KernelKind;
   private readonly kernel: MarginKernel;
+  /** Bytes of WebAssembly memory the kernel holds (0 for the JavaScript ones). */
+  private readonly kernelBytes: number;
   /** XGBoost sums in float32 and reads float32 features; LightGBM uses double for both. */
   private readonly float32: boolean;
 
@@ -96,12 +98,16 @@ export class TreePredictor {
     const wanted =
       options.kernel === undefined || options.kernel === 'auto' ? chooseKernel(e) : options.kernel;
     // compileEnsemble declines trees too deep or too large to compile well; the WebAssembly
-    // walk declines categorical and zero-as-missing splits. Either way: the JS walk.
+    // walk declines categorical and zero-as-missing splits, and ensembles past wasm32's
+    // memory. Either way: the JS walk.
     const compiled = wanted === 'compiled' ? compileEnsemble(e) : null;
     const wasm = wanted === 'wasm' ? createWasmTreeKernel(e, model.library === 'xgboost') : null;
     this.kernelKind = compiled !== null ? 'compiled' : wasm !== null ? 'wasm' : 'interpreter';
+    this.kernelBytes = wasm?.memoryBytes ?? 0;
     this.kernel =
-      compiled ?? wasm ?? ((rows, numRows, out) => accumulateMargins(e, rows, numRows, out));
+      compiled ??
+      wasm?.kernel ??
+      ((rows, numRows, out) => accumulateMargins(e, rows, numRows, out));
   }
 
   /** Columns of `predict`'s result per row. */
@@ -133,9 +139,9 @@ export class TreePredictor {
     return predictLeaves(this.model.ensemble, this.featureRows(rows), numRows);
   }
 
-  /** Bytes of the flattened arrays. */
+  /** Bytes of the flattened arrays, and of the WebAssembly kernel's memory when it has one. */
   memoryBytes(): number {
-    return ensembleBytes(this.model.ensemble);
+    return ensembleBytes(this.model.ensemble) + this.kernelBytes;
   }
 
   private margins(rows: FeatureRows, numRows: number): MarginBuffer {

@@ -6,7 +6,8 @@
 //
 // The module reads only its own memory (a WasmArena, src/core/wasm-arena.ts): the ensemble's
 // arrays are copied in once, and each call copies its rows and margins through a scratch
-// area, in chunks of `chunkRows`.
+// area, in chunks of up to 1,024 rows — fewer for wide models, so the scratch stays within
+// 8 MiB however many features the model has.
 
 import { readFileSync } from 'node:fs';
 import { WasmArena } from '../../core/wasm-arena.ts';
@@ -22,21 +23,31 @@ interface TreeWalkExports {
   readonly accumulate64: (...args: number[]) => void;
 }
 
-const chunkRows = 1024;
+const maxChunkRows = 1024;
+const scratchBudgetBytes = 8 * 1024 * 1024;
+/** The ensemble's arrays must leave room under wasm32's 4 GiB (less the arena's own pages). */
+const maxArenaBytes = 4 * 2 ** 30 - 2 ** 20;
+
+export interface WasmTreeKernel {
+  readonly kernel: MarginKernel;
+  /** Bytes of WebAssembly memory it holds (the ensemble's copy and the scratch). */
+  readonly memoryBytes: number;
+}
 
 /**
  * A margin kernel for a numeric-only ensemble (no categorical or zero-as-missing splits),
- * or null for one it cannot walk. `float32`: XGBoost's float32 features and sums.
+ * or null for one it cannot walk (or that does not fit in wasm32 memory: the JavaScript walk
+ * serves it). `float32`: XGBoost's float32 features and sums.
  */
-export function createWasmTreeKernel(e: TreeEnsemble, float32: boolean): MarginKernel | null {
+export function createWasmTreeKernel(e: TreeEnsemble, float32: boolean): WasmTreeKernel | null {
   if (e.kinds !== null) return null;
   const element = float32 ? 4 : 8;
   const arrays = [e.nodes, e.splits, e.treeRoot, e.treeDepth, e.treeGroup, e.leafValues];
-  const scratch = chunkRows * (e.numFeatures + e.numGroups) * element;
-  const arena = new WasmArena<TreeWalkExports>(
-    wasmModule,
-    arrays.reduce((sum, a) => sum + a.byteLength + 16, 0) + scratch + 64,
-  );
+  const rowBytes = (e.numFeatures + e.numGroups) * element;
+  const chunkRows = Math.max(1, Math.min(maxChunkRows, Math.floor(scratchBudgetBytes / rowBytes)));
+  const bytes = arrays.reduce((sum, a) => sum + a.byteLength + 16, 0) + chunkRows * rowBytes + 64;
+  if (bytes > maxArenaBytes) return null;
+  const arena = new WasmArena<TreeWalkExports>(wasmModule, bytes);
   const nodes = arena.place(e.nodes);
   const splits = arena.place(e.splits);
   const roots = arena.place(e.treeRoot);
@@ -53,7 +64,7 @@ export function createWasmTreeKernel(e: TreeEnsemble, float32: boolean): MarginK
   const accumulate = float32 ? kernels.accumulate32 : kernels.accumulate64;
   const f = e.numFeatures;
   const g = e.numGroups;
-  return (rows, numRows, out) => {
+  const kernel: MarginKernel = (rows, numRows, out) => {
     for (let start = 0; start < numRows; start += chunkRows) {
       const n = Math.min(chunkRows, numRows - start);
       rowsView.set(rows.subarray(start * f, (start + n) * f));
@@ -76,4 +87,5 @@ export function createWasmTreeKernel(e: TreeEnsemble, float32: boolean): MarginK
       out.set(marginsView.subarray(0, n * g), start * g);
     }
   };
+  return { kernel, memoryBytes: arena.memory.buffer.byteLength };
 }

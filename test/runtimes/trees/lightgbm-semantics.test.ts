@@ -228,6 +228,16 @@ void test('models LightGBM would not serve, or we do not, are refused with the r
     [good.replace('leaf_value=-1 1', 'leaf_value=-1'), /leaf_value has 1 entries, expected 2/],
     [good.replace('threshold=0.5', 'threshold=abc'), /threshold is missing or holds a non-number/],
     [good.replace('left_child=-1', 'left_child=0'), /do not form a tree/],
+    // Leaf references past 32 bits: ~ would wrap them onto real leaves (or past the end).
+    [
+      good.replace('left_child=-1', 'left_child=-2147483649'),
+      /points at a child that does not exist/,
+    ],
+    [
+      good.replace('left_child=-1', 'left_child=-4294967297'),
+      /points at a child that does not exist/,
+    ],
+    [good.replace('left_child=-1', 'left_child=-3'), /points at a child that does not exist/],
     [good.replace('decision_type=2', 'decision_type=12'), /unknown missing type/],
     [good.replace('max_feature_idx=1', 'max_feature_idx=x'), /max_feature_idx=x is not an integer/],
     [
@@ -240,4 +250,30 @@ void test('models LightGBM would not serve, or we do not, are refused with the r
     assert.equal(loaded.ok, false, String(reason));
     assert.match(loaded.ok ? '' : loaded.reason, reason);
   }
+});
+
+void test('a very wide model keeps the WebAssembly walk with bounded scratch, and counts it', () => {
+  // 300,000 features, one split on the last: 1,024 rows of scratch would be 2.4 GB.
+  const width = 300_000;
+  const text = lightgbmModel({
+    numFeatures: width,
+    objective: 'regression',
+    trees: [
+      stump(2, 0.5).map((line) =>
+        line === 'split_feature=0' ? `split_feature=${width - 1}` : line,
+      ),
+    ],
+  });
+  const loaded = loadLightgbmModel(text, { kernel: 'wasm' });
+  assert.ok(loaded.ok, loaded.ok ? '' : loaded.reason);
+  const predictor = loaded.predictor;
+  assert.equal(predictor.kernelKind, 'wasm');
+  assert.ok(predictor.memoryBytes() > 4 * 1024 * 1024, 'the kernel memory is counted');
+  assert.ok(predictor.memoryBytes() < 64 * 1024 * 1024, `${predictor.memoryBytes()} bytes`);
+  // Three rows: the split feature below, above, and missing.
+  const rows = new Float64Array(3 * width);
+  rows[width - 1] = 0;
+  rows[2 * width - 1] = 1;
+  rows[3 * width - 1] = Number.NaN;
+  assert.deepEqual([...predictor.predict64(rows, 3)], [-1, 1, -1]);
 });
