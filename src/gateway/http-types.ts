@@ -11,6 +11,8 @@ export interface ExchangeEvents {
   onBodyEnd(): void;
   /** The client connection closed; if the response was not finished, the client is gone. */
   onClientClose(): void;
+  /** The request stream closed; before its body was complete, the client is gone. */
+  onRequestClose(): void;
   /** The client socket drained after a write returned false. */
   onClientDrain(): void;
 }
@@ -29,6 +31,10 @@ export function onRequestData(this: GatewayRequest, chunk: Buffer): void {
 
 export function onRequestEnd(this: GatewayRequest): void {
   this.exchange?.onBodyEnd();
+}
+
+export function onRequestClose(this: GatewayRequest): void {
+  this.exchange?.onRequestClose();
 }
 
 export function onResponseClose(this: GatewayResponse): void {

@@ -21,6 +21,7 @@ import type { ErrorCode, ErrorParams } from '../core/errors.ts';
 import type { ConcurrencyGate } from './admission.ts';
 import type { GatewayLog } from './gateway-log.ts';
 import {
+  onRequestClose,
   onRequestData,
   onRequestEnd,
   onResponseClose,
@@ -42,7 +43,11 @@ import { sendV2Error, sendV2Message, type HeaderList } from './v2-reply.ts';
 export interface ExchangeSettings {
   readonly ejectMs: number;
   readonly upstreamTimeoutMs: number;
+  /** How long a client may leave a streamed answer unread before it is cut (slot freed). */
+  readonly clientStallMs: number;
   readonly log: GatewayLog;
+  /** The routing table now: a request picks (and re-picks) replicas from the latest one. */
+  readonly table: { readonly endpoints: ReadonlyMap<string, EndpointEntry> } | null;
 }
 
 // Worker response headers the gateway does not pass on: hop-by-hop ones (RFC 9110 §7.6.1)
@@ -89,6 +94,8 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
   /** The endpoint's in-flight slot this request holds (infer), released at finish. */
   private gate: ConcurrencyGate | null = null;
   private readonly upstreamHeaders: string[];
+  /** Cuts a streamed answer the client stopped reading (armed while paused on it). */
+  private stallTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly settings: ExchangeSettings,
@@ -131,6 +138,9 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     this.gate = gate;
     this.req.on('data', onRequestData);
     this.req.on('end', onRequestEnd);
+    // A pipelined request's response waits behind the one before it, and gets no 'close'
+    // when the client leaves mid-body: the request stream's own 'close' says so.
+    this.req.on('close', onRequestClose);
   }
 
   /** Sends a bodiless GET to `path` on a replica (metadata without a snapshot schema). */
@@ -198,7 +208,9 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
 
   private send(failed: ReplicaState | null, failure: Error | null): void {
     if (this.done) return;
-    const entry = this.entry;
+    // The replicas of the latest snapshot, not of the one the request arrived under: those
+    // a newer snapshot dropped have their connections closed (a rollout, a scale down).
+    const entry = this.settings.table?.endpoints.get(this.entry.name) ?? this.entry;
     const replica = pickReplica(entry.replicas, entry.cursor++, performance.now(), failed);
     if (replica === null) {
       if (failure === null) {
@@ -300,6 +312,7 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     if (!this.res.write(chunk)) {
       controller.pause();
       this.res.once('drain', onResponseDrain);
+      this.stallTimer ??= setTimeout(clientStalled, this.settings.clientStallMs, this);
     }
   }
 
@@ -406,7 +419,23 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
   }
 
   onClientDrain(): void {
+    this.clearStallTimer();
     this.controller?.resume();
+  }
+
+  onRequestClose(): void {
+    if (!this.req.complete) this.onClientClose();
+  }
+
+  /** The client has not read the answer for clientStallMs: cut it (its close ends us). */
+  cutStalledClient(): void {
+    this.stallTimer = null;
+    if (!this.done) this.res.destroy();
+  }
+
+  private clearStallTimer(): void {
+    if (this.stallTimer !== null) clearTimeout(this.stallTimer);
+    this.stallTimer = null;
   }
 
   // --- endings ------------------------------------------------------------------------
@@ -440,6 +469,7 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
   private finish(status: number): void {
     if (this.done) return;
     this.done = true;
+    this.clearStallTimer();
     this.gate?.leave();
     this.gate = null;
     const series = this.series;
@@ -448,6 +478,10 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
       series.record(status, (performance.now() - this.startMs) / 1000);
     }
   }
+}
+
+function clientStalled(exchange: InferExchange): void {
+  exchange.cutStalledClient();
 }
 
 function sendAgain(exchange: InferExchange, failed: ReplicaState, failure: Error): void {

@@ -34,6 +34,12 @@ export interface GatewayOptions {
   /** Upstream limit per request (no response headers / body stall), ms. Default 30 000. */
   readonly upstreamTimeoutMs?: number;
   /**
+   * Client limit, ms (default 30 000): a whole request (headers and body) must arrive within
+   * it (else 408), and a streamed answer may go unread that long before it is cut. Slow
+   * clients cannot hold an endpoint's concurrency slots for longer.
+   */
+  readonly clientTimeoutMs?: number;
+  /**
    * Infer requests to Kiln workers travel on the worker channel (one multiplexed connection
    * per replica) rather than one HTTP exchange each. Default: on, unless
    * KILN_WORKER_CHANNEL=0.
@@ -63,6 +69,7 @@ export interface RunningGateway {
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   const log = createGatewayLog(options.logger ?? false);
   const upstreamTimeoutMs = options.upstreamTimeoutMs ?? 30_000;
+  const clientTimeoutMs = options.clientTimeoutMs ?? 30_000;
   const metrics = new GatewayMetrics();
   // KILN_WORKER_CHANNEL=0 sends infer requests to workers as plain HTTP (to compare, or to
   // rule the channel out while debugging).
@@ -74,6 +81,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     metrics,
     log,
     upstreamTimeoutMs,
+    clientStallMs: clientTimeoutMs,
     ejectMs: options.ejectMs ?? 5_000,
   };
   const persister = new SnapshotPersister(options.stateDir, log);
@@ -101,7 +109,14 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
 
   const routes = new V2Routes(state);
   const server = createServer<typeof GatewayRequest, typeof GatewayResponse>(
-    { IncomingMessage: GatewayRequest, ServerResponse: GatewayResponse },
+    {
+      IncomingMessage: GatewayRequest,
+      ServerResponse: GatewayResponse,
+      requestTimeout: clientTimeoutMs,
+      headersTimeout: clientTimeoutMs,
+      // How often node looks for requests past those limits (its default is 30 s).
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, clientTimeoutMs / 4)),
+    },
     (req, res) => routes.handle(req, res),
   );
   await listen(server, options.host, options.port);

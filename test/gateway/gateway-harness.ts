@@ -239,7 +239,12 @@ export function snapshot(
 /** A gateway on a loopback port 0 with snapshots injected by the test; closed after the file. */
 export async function testGateway(
   initial: RoutingSnapshot | null,
-  options: { upstreamTimeoutMs?: number; ejectMs?: number; stateDir?: string } = {},
+  options: {
+    upstreamTimeoutMs?: number;
+    clientTimeoutMs?: number;
+    ejectMs?: number;
+    stateDir?: string;
+  } = {},
 ): Promise<RunningGateway> {
   const ownDir = options.stateDir === undefined ? await mkdtemp(join(tmpdir(), 'kiln-gw-')) : null;
   const gateway = await startGateway({
@@ -252,6 +257,7 @@ export async function testGateway(
       ? {}
       : { upstreamTimeoutMs: options.upstreamTimeoutMs }),
     ...(options.ejectMs === undefined ? {} : { ejectMs: options.ejectMs }),
+    ...(options.clientTimeoutMs === undefined ? {} : { clientTimeoutMs: options.clientTimeoutMs }),
   });
   // One hook, so the gateway has closed (and finished persisting) before its folder goes.
   after(async () => {
