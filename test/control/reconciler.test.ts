@@ -16,6 +16,7 @@ import { ArtifactStore } from '../../src/registry/artifact-store.ts';
 import { Registry } from '../../src/registry/registry.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
+import { until } from '../helpers/until.ts';
 
 const fixture = new URL('../../fixtures/registry/xgb-binary.json', import.meta.url).pathname;
 
@@ -67,14 +68,6 @@ class DrivenBackend implements Backend {
   close(): Promise<void> {
     return Promise.resolve();
   }
-}
-
-async function until(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if (check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-  assert.fail(`timed out waiting for ${what}`);
 }
 
 async function setup(t: TestContext) {

@@ -15,6 +15,7 @@ import {
   testGateway,
   validRequest,
 } from './gateway-harness.ts';
+import { until } from '../helpers/until.ts';
 
 const body = JSON.stringify(validRequest);
 const head = (length: number): string =>
@@ -24,14 +25,6 @@ async function inflight(gateway: { metricsText(): string | Promise<string> }): P
   const text = await gateway.metricsText();
   const match = /kiln_gateway_inflight_requests\{[^}]*endpoint="fraud"[^}]*\} (\d+)/.exec(text);
   return Number(match?.[1] ?? 0);
-}
-
-async function until(check: () => Promise<boolean> | boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1500; i++) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  assert.fail(`timed out waiting for ${what}`);
 }
 
 async function open(url: string): Promise<Socket> {

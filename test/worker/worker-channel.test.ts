@@ -20,6 +20,7 @@ import { encodeTensorRequest } from '../../src/protocol/channel/tensor-frames.ts
 import { parseInferRequest } from '../../src/protocol/v2/decode-request.ts';
 import { closeChannels } from '../../src/worker/worker-channel.ts';
 import { startStub, type Harness } from './stub-worker.ts';
+import { until } from '../helpers/until.ts';
 
 interface Outcome {
   status?: number;
@@ -54,14 +55,6 @@ function body(rows: number[][]): Buffer {
       inputs: [{ name: 'x', datatype: 'FP32', shape: [rows.length, width], data }],
     }),
   );
-}
-
-async function until(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if (check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-  assert.fail(`timed out waiting for ${what}`);
 }
 
 async function setup(
