@@ -49,8 +49,11 @@ export class RoutingTable {
    * the routing can be stopped once the gateway no longer sends it anything new.
    */
   acknowledge(version: number): void {
-    if (version <= this.acked) return;
-    this.acked = version;
+    // No gateway can hold a snapshot that was never published: a poll claiming one (a
+    // stray or forged `after`) must not release replicas a gateway may still route to.
+    const held = Math.min(version, this.snapshot.version);
+    if (!(held > this.acked)) return;
+    this.acked = held;
     const waiters = [...this.ackWaiters];
     this.ackWaiters.clear();
     for (const wake of waiters) wake();

@@ -30,6 +30,17 @@ export function checkArtifactPaths(paths: readonly string[]): void {
       throw kilnError('KILN_INVALID_PATH', { path: JSON.stringify(path), reason: 'listed twice' });
     seen.add(path);
   }
+  // A file cannot also be a folder: "model.json" next to "model.json/x" can never be laid out.
+  for (const path of paths) {
+    for (let at = path.indexOf('/'); at !== -1; at = path.indexOf('/', at + 1)) {
+      const folder = path.slice(0, at);
+      if (seen.has(folder))
+        throw kilnError('KILN_INVALID_PATH', {
+          path: JSON.stringify(folder),
+          reason: `it is a file, and ${JSON.stringify(path)} needs it to be a folder`,
+        });
+    }
+  }
 }
 
 /** Joins a validated artifact path under `root`, re-checking that it cannot escape. */

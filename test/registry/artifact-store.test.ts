@@ -163,6 +163,13 @@ test('artifact paths: relative POSIX only', () => {
     assert.equal(artifactPathProblem(good), null, good);
   }
   assert.throws(() => checkArtifactPaths(['a', 'a']), /listed twice/);
+  // A file that another path needs as a folder, in either order, at any depth.
+  assert.throws(
+    () => checkArtifactPaths(['model.json', 'model.json/x']),
+    /needs it to be a folder/,
+  );
+  assert.throws(() => checkArtifactPaths(['a/b/c', 'a/b']), /"a\/b" needs|"a\/b\/c"/);
+  checkArtifactPaths(['a/b', 'a/c', 'ab/c', 'a.json']);
   assert.throws(() => safeJoin('/tmp/x', '../y'), code('KILN_INVALID_PATH'));
   assert.equal(safeJoin('/tmp/x', 'a/b'), '/tmp/x/a/b');
 });
