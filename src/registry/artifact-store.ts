@@ -10,7 +10,7 @@
 
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -136,13 +136,12 @@ export class ArtifactStore {
       await handle.sync();
       await handle.close();
       const target = this.blobPath(actual);
-      if ((await this.sizeOf(actual)) !== null) {
-        await unlink(tmp);
-        return { sha256: actual, size: counter.bytes, created: false };
-      }
+      // Already stored: the verified bytes replace it all the same (atomically), so uploading
+      // a blob again repairs one damaged on disk (same size, other bytes).
+      const existed = (await this.sizeOf(actual)) !== null;
       await mkdir(dirname(target), { recursive: true });
       await rename(tmp, target);
-      return { sha256: actual, size: counter.bytes, created: true };
+      return { sha256: actual, size: counter.bytes, created: !existed };
     } catch (error) {
       await rm(tmp, { force: true });
       throw error;
@@ -185,8 +184,22 @@ export class ArtifactStore {
     }
     const actual = hash.digest('hex');
     if (actual !== file.sha256) {
+      await this.quarantine(file.sha256);
       throw kilnError('KILN_ARTIFACT_CORRUPT', { path: file.path, expected: file.sha256, actual });
     }
+  }
+
+  /**
+   * Moves a blob whose bytes no longer hash to its name out of the store (kept under
+   * quarantine/ for inspection): the store then reports it missing, so the next upload of
+   * the right bytes (`kiln` uploads what the server lacks) puts it back.
+   */
+  private async quarantine(sha256: string): Promise<void> {
+    const folder = join(this.root, 'quarantine');
+    await mkdir(folder, { recursive: true });
+    await rename(this.blobPath(sha256), join(folder, `${sha256}.${Date.now()}`)).catch(
+      () => undefined, // already moved by a concurrent check
+    );
   }
 
   async verify(files: readonly ManifestFile[]): Promise<{ files: number; bytes: number }> {
@@ -224,6 +237,7 @@ export class ArtifactStore {
         }
         const actual = hash.hash.digest('hex');
         if (actual !== file.sha256) {
+          await this.quarantine(file.sha256);
           throw kilnError('KILN_ARTIFACT_CORRUPT', {
             path: file.path,
             expected: file.sha256,

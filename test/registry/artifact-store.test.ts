@@ -47,6 +47,12 @@ test('ingest stores content under its digest once, atomically', async () => {
   assert.deepEqual(await tmpFiles(store), []);
   assert.equal(await store.sizeOf(sha(data)), data.length);
   assert.equal(await store.sizeOf('0'.repeat(64)), null);
+  // Damaged on disk (same size): uploading the right bytes again replaces it.
+  await writeFile(store.blobPath(sha(data)), 'HELLO KILN');
+  const repaired = await store.ingest(Readable.from([data]), sha(data), { maxBytes: 100 });
+  assert.equal(repaired.created, false);
+  assert.deepEqual(await readFile(store.blobPath(sha(data))), data);
+  assert.deepEqual(await tmpFiles(store), []);
 });
 
 test('bytes that do not match the declared digest are refused and leave nothing', async () => {
@@ -112,9 +118,19 @@ test('verify and materialize re-hash bytes and refuse a blob corrupted on disk',
     assert.match(error.message, /model\/weights\.bin is corrupt/);
     return true;
   });
+  // The damaged blob is set aside: the store reports it missing, so clients upload it again.
+  assert.equal(await store.sizeOf(sha(a)), null);
+  assert.equal((await readdir(join(store.root, 'quarantine'))).length, 1);
   const out2 = join(await tempDir(), 'loaded');
-  await assert.rejects(store.materialize(files, out2), code('KILN_ARTIFACT_CORRUPT'));
+  await assert.rejects(store.materialize(files, out2), code('KILN_ARTIFACT_MISSING'));
   await assert.rejects(readdir(out2), /ENOENT/);
+  const again = await store.ingest(Readable.from([a]), sha(a), { maxBytes: 100 });
+  assert.equal(again.created, true);
+  await store.verify(files);
+  // Same size, other bytes, found by materialize this time: also set aside.
+  await writeFile(store.blobPath(sha(b)), 'config-B');
+  await assert.rejects(store.materialize(files, out2), code('KILN_ARTIFACT_CORRUPT'));
+  assert.equal(await store.sizeOf(sha(b)), null);
   await assert.rejects(
     store.verify([{ path: 'x', size: 1, sha256: '9'.repeat(64) }]),
     code('KILN_ARTIFACT_MISSING'),

@@ -50,14 +50,15 @@ export function registerBlobRoutes(
           reply.header('connection', 'close');
           throw kilnError('KILN_PAYLOAD_TOO_LARGE', { size: expectedSize, limit: maxUploadBytes });
         }
-        const existing = await artifacts.sizeOf(digest);
         const body = request.body as Readable | undefined;
-        if (existing !== null) {
-          body?.resume();
-          return reply.code(200).send({ sha256: digest, size: existing, created: false });
-        }
-        if (body === undefined)
+        if (body === undefined) {
+          const existing = await artifacts.sizeOf(digest);
+          if (existing !== null)
+            return reply.code(200).send({ sha256: digest, size: existing, created: false });
           throw kilnError('KILN_UPLOAD_INCOMPLETE', { received: 0, expected: expectedSize ?? 0 });
+        }
+        // Bytes sent are always checked and stored, even for a blob already here: that is
+        // how a blob damaged on disk is repaired (clients skip what HEAD says is present).
         try {
           const result = await artifacts.ingest(body, digest, {
             expectedSize,
