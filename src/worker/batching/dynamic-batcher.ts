@@ -21,6 +21,7 @@
 // pump() runs on every enqueue, cancel, timer and batch completion; it never re-enters.
 
 import { cutRows, isReady, readyAtMicros } from './batch-policy.ts';
+import { DeadlineHeap } from './deadline-heap.ts';
 import { RequestList, type ListNode } from './request-list.ts';
 import type { BatchingConfig } from '../../store/serving-records.ts';
 
@@ -133,6 +134,11 @@ export class DynamicBatcher<T, R> {
     this.pumpSoon = false;
     this.pump();
   };
+  /** Queued requests that have a deadline, earliest first. */
+  private readonly deadlines = new DeadlineHeap<Entry<T, R>>(
+    (entry) => entry.request.deadlineMicros!,
+    (entry) => entry.list === null,
+  );
 
   constructor(private readonly options: DynamicBatcherOptions<T, R>) {}
 
@@ -178,6 +184,10 @@ export class DynamicBatcher<T, R> {
       unlisten: null,
     };
     (request.priority === 'high' ? queue.high : queue.normal).push(entry);
+    if (request.deadlineMicros !== null) {
+      this.deadlines.push(entry);
+      this.deadlines.compact(this.queued + 1);
+    }
     queue.rows += request.rows;
     if (request.alone === true) queue.aloneCount += 1;
     this.queued += 1;
@@ -322,19 +332,12 @@ export class DynamicBatcher<T, R> {
 
   /** Settles every queued request whose deadline is at or before `now`. */
   private expireDue(now: number): void {
-    for (const queue of this.queues.values()) {
-      for (const list of [queue.high, queue.normal]) {
-        let entry = list.head;
-        while (entry !== null) {
-          const next = entry.next;
-          const deadline = entry.request.deadlineMicros;
-          if (deadline !== null && deadline <= now) {
-            this.unqueue(entry);
-            this.settle(entry, { kind: 'expired', queuedMicros: now - entry.arrivalMicros });
-          }
-          entry = next;
-        }
-      }
+    for (;;) {
+      const entry = this.deadlines.peek();
+      if (entry === null || entry.request.deadlineMicros! > now) return;
+      this.deadlines.take();
+      this.unqueue(entry);
+      this.settle(entry, { kind: 'expired', queuedMicros: now - entry.arrivalMicros });
     }
   }
 
@@ -347,13 +350,9 @@ export class DynamicBatcher<T, R> {
         if (!isReady(state, this.options.config, now, this.draining))
           next = Math.min(next, readyAtMicros(state, this.options.config));
       }
-      for (const list of [queue.high, queue.normal]) {
-        for (let entry = list.head; entry !== null; entry = entry.next) {
-          const deadline = entry.request.deadlineMicros;
-          if (deadline !== null && deadline < next) next = deadline;
-        }
-      }
     }
+    const soonest = this.deadlines.peek();
+    if (soonest !== null) next = Math.min(next, soonest.request.deadlineMicros!);
     if (this.timer !== null && this.timer.atMicros === next) return;
     this.timer?.handle.cancel();
     this.timer = null;
