@@ -30,6 +30,11 @@ export interface TensorSpec {
   readonly datatype: TensorDatatype;
   /** Dimensions; -1 marks a variable dimension (e.g. batch). */
   readonly shape: readonly number[];
+  /**
+   * The model takes this tensor at any rank (an ONNX input with no shape at all): `shape` is
+   * [] and is not checked. Absent otherwise.
+   */
+  readonly anyRank?: true;
 }
 
 export interface ModelSchema {

@@ -20,6 +20,8 @@ export interface CompiledInput {
   readonly shape: readonly number[];
   /** `[-1, 4]`, precomputed for messages. */
   readonly shapeText: string;
+  /** Any rank and shape is taken (TensorSpec.anyRank): only the datatype is checked. */
+  readonly anyRank: boolean;
   /** First dimension is -1: this input takes part in the batch rule. */
   readonly batched: boolean;
   /** Whether NaN, ±Infinity and null (missing) are accepted (float datatypes only). */
@@ -66,8 +68,9 @@ export function compileSchema(
       index: inputList.length,
       datatype: spec.datatype,
       shape: [...spec.shape],
-      shapeText: formatShape(spec.shape),
-      batched: spec.shape.length >= 1 && spec.shape[0] === -1,
+      shapeText: spec.anyRank === true ? '[?]' : formatShape(spec.shape),
+      anyRank: spec.anyRank === true,
+      batched: spec.anyRank !== true && spec.shape.length >= 1 && spec.shape[0] === -1,
       allowNonFinite: typeof allow === 'function' ? allow(spec.name) : allow,
     };
     inputs.set(spec.name, compiled);
@@ -137,6 +140,7 @@ export function matchInput(
       input.name,
     );
   }
+  if (input.anyRank) return null;
   const declared = input.shape;
   let matches = shape.length === declared.length;
   for (let d = 0; matches && d < declared.length; d++) {

@@ -172,12 +172,11 @@ class OnnxRuntime implements ModelRuntime {
     private readonly modelBytes: number,
     private readonly modelDir: string,
   ) {
-    // An open rank has no TensorSpec spelling: it shows as [] (see docs/onnx.md).
-    const spec = (value: OnnxValueSpec): TensorSpec => ({
-      name: value.name,
-      datatype: value.datatype,
-      shape: value.shape ?? [],
-    });
+    // An open rank shows as shape [] marked anyRank (see docs/onnx.md).
+    const spec = (value: OnnxValueSpec): TensorSpec =>
+      value.shape === null
+        ? { name: value.name, datatype: value.datatype, shape: [], anyRank: true }
+        : { name: value.name, datatype: value.datatype, shape: value.shape };
     this.inputs = signature.inputs.map(spec);
     this.outputs = signature.outputs.map(spec);
   }

@@ -18,6 +18,8 @@ import {
   registryFixtures,
   toTensor,
 } from './onnx-fixtures.ts';
+import { compileSchema } from '../../../src/protocol/v2/schema.ts';
+import { parseInferRequest } from '../../../src/protocol/v2/decode-request.ts';
 
 async function loadReason(...args: Parameters<typeof loadOptions>): Promise<string> {
   const outcome = await loadOnnxRuntime(loadOptions(...args));
@@ -262,10 +264,19 @@ void test('a BF16 model is refused, in our words as well as onnxruntime', async 
   );
 });
 
-void test('a graph that leaves the rank open shows shape [] and takes any shape', async () => {
+void test('a graph that leaves the rank open shows shape [] marked anyRank and takes any shape', async () => {
   const runtime = await mustLoad(loadOptions(onnxFixtures, ['open-rank.onnx']));
-  assert.deepEqual(runtime.inputs, [{ name: 'x', datatype: 'FP32', shape: [] }]);
+  assert.deepEqual(runtime.inputs, [{ name: 'x', datatype: 'FP32', shape: [], anyRank: true }]);
   await runtime.warmup();
+  // A worker without a declared schema checks requests against the runtime's own: any rank
+  // passes, the datatype is still checked.
+  const schema = compileSchema({ inputs: runtime.inputs, outputs: runtime.outputs });
+  const body = (datatype: string, shape: number[]): string =>
+    JSON.stringify({ inputs: [{ name: 'x', datatype, shape, data: [1, 2, 3, 4, 5, 6] }] });
+  assert.equal(parseInferRequest(body('FP32', [2, 3]), schema).ok, true);
+  assert.equal(parseInferRequest(body('FP32', [6]), schema).ok, true);
+  const wrongType = parseInferRequest(body('INT32', [2, 3]), schema);
+  assert.equal(wrongType.ok, false);
   for (const shape of [[], [3], [2, 2, 1]]) {
     const data = Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => i);
     const [y] = mustSucceed(
