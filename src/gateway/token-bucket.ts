@@ -33,7 +33,9 @@ export class TokenBucket {
     // A rate of 0 never refills; the API refuses it, but answer something finite.
     if (!(this.ratePerSecond > 0)) return 3600;
     const missing = Math.max(0, 1 - this.tokens);
-    return Math.max(1, Math.ceil(missing / this.ratePerSecond));
+    // At most an hour: a tiny rate (1e-25/s) would otherwise print as 1e+25, not a number
+    // of seconds a client can parse.
+    return Math.min(3600, Math.max(1, Math.ceil(missing / this.ratePerSecond)));
   }
 
   /** Changes the limits in place, keeping the tokens (capped at the new burst). */

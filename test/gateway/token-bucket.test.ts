@@ -34,6 +34,10 @@ test('Retry-After is the whole seconds until one token, at least 1', () => {
   assert.equal(slow.retryAfterSeconds(0), 4);
   assert.equal(slow.retryAfterSeconds(1_000), 3); // 0.25 of a token left to wait for: 3 s
   assert.equal(slow.retryAfterSeconds(1_001), 3); // ceil(2.999)
+  // A vanishing rate: an hour at most, never 1e+25 (not a number of seconds to a client).
+  const glacial = new TokenBucket(1e-25, 1, 0);
+  assert.equal(glacial.tryTake(0), true);
+  assert.equal(glacial.retryAfterSeconds(0), 3600);
   const fast = new TokenBucket(100, 1, 0);
   assert.equal(fast.tryTake(0), true);
   assert.equal(fast.retryAfterSeconds(0), 1); // 10 ms, rounded up to the header's 1 s
