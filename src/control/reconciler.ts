@@ -59,6 +59,10 @@ interface Replica {
   reason: string | null;
   restartAtMs: number | null;
   handle: ReplicaHandle | null;
+  /** Which launch of this replica is current: events of an earlier one are stale. */
+  launch: number;
+  /** When the current launch started (for the start timeout). */
+  launchedAtMs: number;
 }
 
 export interface ReconcilerOptions {
@@ -76,6 +80,12 @@ export interface ReconcilerOptions {
   readonly gatewayAcks?: boolean;
   /** With gatewayAcks, the longest wait for the confirmation; without, the pause. */
   readonly unpublishDelayMs?: number;
+  /**
+   * A replica not ready this long after its start is stopped and counted as failed (then
+   * restarted with backoff): a worker hung while loading must not hold its slot for ever.
+   * Default 10 minutes.
+   */
+  readonly startTimeoutMs?: number;
 }
 
 export class Reconciler {
@@ -180,6 +190,7 @@ export class Reconciler {
     }));
     for (const endpoint of this.endpoints)
       await this.learnVersion(endpoint.model, endpoint.version);
+    this.stopHungStarts();
     const actions = planReplicas(
       this.endpoints.map((e) => ({
         name: e.name,
@@ -225,6 +236,8 @@ export class Reconciler {
           reason: null,
           restartAtMs: null,
           handle: null,
+          launch: 0,
+          launchedAtMs: 0,
         };
         this.replicas.set(replica.id, replica);
         await this.launch(replica, endpoint);
@@ -279,6 +292,9 @@ export class Reconciler {
     replica.reason = null;
     replica.url = null;
     const serving = workerServingSettings(version.format, endpoint.config);
+    replica.launch += 1;
+    replica.launchedAtMs = this.options.clock.now();
+    const launch = replica.launch;
     replica.handle = this.options.backend.start(
       {
         replicaId: replica.id,
@@ -294,8 +310,31 @@ export class Reconciler {
         batching: serving.batching,
         defaultTimeoutMs: serving.defaultTimeoutMs,
       },
-      (event) => this.onReplicaEvent(replica, event),
+      (event) => {
+        if (replica.launch === launch) this.onReplicaEvent(replica, event);
+      },
     );
+  }
+
+  /** Stops replicas still starting past the start timeout; the plan restarts them. */
+  private stopHungStarts(): void {
+    const limit = this.options.startTimeoutMs ?? 600_000;
+    const now = this.options.clock.now();
+    for (const replica of this.replicas.values()) {
+      const handle = replica.handle;
+      if (replica.state !== 'starting' || handle === null) continue;
+      if (now - replica.launchedAtMs < limit) continue;
+      replica.launch += 1; // what the hung launch still reports is stale now
+      const stale = replica.launch;
+      this.markFailed(replica, `the worker was not ready within ${Math.round(limit / 1000)} s`);
+      // Not restarted before the hung worker is gone: the next launch uses its folder.
+      replica.restartAtMs = Number.POSITIVE_INFINITY;
+      void handle.stop(5_000).finally(() => {
+        if (replica.launch !== stale || replica.state !== 'failed') return;
+        replica.restartAtMs = this.options.clock.now() + restartBackoffMs(replica.restarts);
+        void this.trigger();
+      });
+    }
   }
 
   private markFailed(replica: Replica, reason: string): void {

@@ -25,6 +25,8 @@ interface Launched {
   readonly emit: (event: ReplicaEvent) => void;
   stopRequested: boolean;
   exited: boolean;
+  /** Resolves stop()'s promise: a replica is gone when it has exited. */
+  gone: () => void;
 }
 
 /** Every start is recorded; the test makes replicas listen, get ready and exit. */
@@ -34,7 +36,9 @@ class DrivenBackend implements Backend {
   private port = 9000;
 
   start(launch: ReplicaLaunch, onEvent: (event: ReplicaEvent) => void) {
-    const entry: Launched = { launch, emit: onEvent, stopRequested: false, exited: false };
+    let gone!: () => void;
+    const exited = new Promise<void>((resolve) => (gone = resolve));
+    const entry: Launched = { launch, emit: onEvent, stopRequested: false, exited: false, gone };
     this.launched.push(entry);
     const port = this.port++;
     return {
@@ -42,7 +46,7 @@ class DrivenBackend implements Backend {
       pid: port,
       stop: () => {
         entry.stopRequested = true; // it drains until the test says it exited
-        return Promise.resolve();
+        return exited;
       },
     };
   }
@@ -58,6 +62,7 @@ class DrivenBackend implements Backend {
   exit(entry: Launched): void {
     entry.exited = true;
     entry.emit({ kind: 'exited', code: 0, signal: null });
+    entry.gone();
   }
 
   /** Launches not asked to stop and not exited. */
@@ -70,7 +75,7 @@ class DrivenBackend implements Backend {
   }
 }
 
-async function setup(t: TestContext) {
+async function setup(t: TestContext, options: { startTimeoutMs?: number } = {}) {
   const dir = await tempDir();
   const store = SqliteStore.open(`${dir}/kiln.db`);
   const artifacts = new ArtifactStore(`${dir}/artifacts`);
@@ -98,6 +103,7 @@ async function setup(t: TestContext) {
     auth: 'dev',
     unpublishDelayMs: 0,
     intervalMs: 20,
+    ...options,
   });
   const endpoints = new EndpointService(registry, reconciler, () => '');
   reconciler.start();
@@ -201,4 +207,23 @@ test('a slot refilled while its old replica still drains gets a replica of its o
   );
   await endpoints.deploy('e', { model: 'a', version: 1, replicas: 0 });
   await until(() => backend.running().length === 0, 'every worker asked to stop');
+});
+
+test('a replica not ready within the start timeout is stopped and started again', async (t) => {
+  const { backend, reconciler, endpoints } = await setup(t, { startTimeoutMs: 100 });
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 1 });
+  await until(() => backend.launched.length === 1, 'the first launch');
+  const hung = backend.launched[0]!; // never listens, never gets ready
+  await until(() => hung.stopRequested, 'the hung worker asked to stop');
+  assert.match(reconciler.replicaStatus('e')[0]?.reason ?? '', /the worker was not ready within/);
+  // No new launch while the hung worker is still there (it would reuse its folder).
+  await new Promise((resolve) => setTimeout(resolve, 700));
+  assert.equal(backend.launched.length, 1);
+  backend.exit(hung);
+  await until(() => backend.launched.length === 2, 'a second launch once it is gone');
+  // What the first launch reports now is stale: its late 'ready' changes nothing.
+  backend.ready(hung);
+  assert.equal(reconciler.replicaStatus('e')[0]?.state, 'starting');
+  backend.ready(backend.launched[1]!);
+  await until(() => reconciler.replicaStatus('e')[0]?.state === 'ready', 'the second ready');
 });
