@@ -295,25 +295,31 @@ export class Reconciler {
     replica.launch += 1;
     replica.launchedAtMs = this.options.clock.now();
     const launch = replica.launch;
-    replica.handle = this.options.backend.start(
-      {
-        replicaId: replica.id,
-        endpoint: replica.endpoint,
-        model: replica.model,
-        version: replica.version,
-        format: version.format,
-        files: version.files,
-        schema: version.schema,
-        artifactsRoot: this.options.registry.artifacts.root,
-        maxBodyBytes: serving.maxBodyBytes ?? defaultMaxBodyBytes,
-        config: serving.config,
-        batching: serving.batching,
-        defaultTimeoutMs: serving.defaultTimeoutMs,
-      },
-      (event) => {
-        if (replica.launch === launch) this.onReplicaEvent(replica, event);
-      },
-    );
+    try {
+      replica.handle = this.options.backend.start(
+        {
+          replicaId: replica.id,
+          endpoint: replica.endpoint,
+          model: replica.model,
+          version: replica.version,
+          format: version.format,
+          files: version.files,
+          schema: version.schema,
+          artifactsRoot: this.options.registry.artifacts.root,
+          maxBodyBytes: serving.maxBodyBytes ?? defaultMaxBodyBytes,
+          config: serving.config,
+          batching: serving.batching,
+          defaultTimeoutMs: serving.defaultTimeoutMs,
+        },
+        (event) => {
+          if (replica.launch === launch) this.onReplicaEvent(replica, event);
+        },
+      );
+    } catch (error) {
+      // The backend could not even start it (no disk for its folder, spawn refused): a
+      // failure like any other, retried with backoff, never a slot stuck in 'starting'.
+      this.markFailed(replica, `the worker could not be started: ${(error as Error).message}`);
+    }
   }
 
   /** Stops replicas still starting past the start timeout; the plan restarts them. */

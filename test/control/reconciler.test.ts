@@ -35,7 +35,14 @@ class DrivenBackend implements Backend {
   readonly launched: Launched[] = [];
   private port = 9000;
 
+  /** Starts that throw (as a spawn or a folder that cannot be made would), before any succeeds. */
+  failStarts = 0;
+
   start(launch: ReplicaLaunch, onEvent: (event: ReplicaEvent) => void) {
+    if (this.failStarts > 0) {
+      this.failStarts -= 1;
+      throw new Error('ENOSPC: no space left on device');
+    }
     let gone!: () => void;
     const exited = new Promise<void>((resolve) => (gone = resolve));
     const entry: Launched = { launch, emit: onEvent, stopRequested: false, exited: false, gone };
@@ -226,4 +233,18 @@ test('a replica not ready within the start timeout is stopped and started again'
   assert.equal(reconciler.replicaStatus('e')[0]?.state, 'starting');
   backend.ready(backend.launched[1]!);
   await until(() => reconciler.replicaStatus('e')[0]?.state === 'ready', 'the second ready');
+});
+
+test('a replica the backend cannot start is failed with the reason and retried', async (t) => {
+  const { backend, reconciler, endpoints } = await setup(t);
+  backend.failStarts = 1;
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 1 });
+  await until(
+    () => /could not be started: ENOSPC/.test(reconciler.replicaStatus('e')[0]?.reason ?? ''),
+    'the failure recorded',
+  );
+  assert.equal(reconciler.replicaStatus('e')[0]?.state, 'failed');
+  await until(() => backend.launched.length === 1, 'the retry after its backoff');
+  backend.ready(backend.launched[0]!);
+  await until(() => reconciler.replicaStatus('e')[0]?.state === 'ready', 'ready');
 });
