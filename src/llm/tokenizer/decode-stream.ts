@@ -46,10 +46,17 @@ export class DecodeStream {
     decode: (ids: readonly number[]) => string,
     prefixIds: readonly number[] = [],
     mustWait: (ids: readonly number[]) => boolean = () => false,
+    /** Whether an id is a `<0xNN>` byte token (ByteFallback decoders; else never). */
+    isByteToken: (id: number) => boolean = () => false,
   ) {
     this.#decode = decode;
     this.#mustWait = mustWait;
-    this.#ids = prefixIds.slice(-prefixContextIds);
+    // The context never starts inside a run of byte tokens: decoded without its first
+    // bytes, the run (and whatever generation adds to it) would come out as U+FFFDs.
+    let start = Math.max(0, prefixIds.length - prefixContextIds);
+    while (start > 0 && isByteToken(prefixIds[start]!) && isByteToken(prefixIds[start - 1]!))
+      start -= 1;
+    this.#ids = prefixIds.slice(start);
     this.#readStart = this.#ids.length;
     this.#prefixText = decode(this.#ids);
   }

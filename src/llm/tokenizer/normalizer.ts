@@ -2,7 +2,7 @@
 // is not an added token. The SentencePiece-style Llama tokenizers use
 // Sequence[Prepend("▁"), Replace(" ", "▁")]; the byte-level ones have none (null).
 
-import { whiteSpaceClass } from './unicode-classes.ts';
+import { whiteSpaceClass, whiteSpaceRunStart } from './unicode-classes.ts';
 import { parseTextPattern } from './text-pattern.ts';
 import {
   componentType,
@@ -16,7 +16,6 @@ import {
 export type Normalizer = (text: string) => string;
 
 const leadingSpace = new RegExp(`^[${whiteSpaceClass}]+`, 'u');
-const trailingSpace = new RegExp(`[${whiteSpaceClass}]+$`, 'u');
 
 /** The normalizer described by `json` (null: none), or the construct we do not support. */
 export function parseNormalizer(json: unknown): TokenizerResult<Normalizer | null> {
@@ -52,7 +51,8 @@ export function parseNormalizer(json: unknown): TokenizerResult<Normalizer | nul
       const right = json.strip_right !== false;
       return succeed((text) => {
         let out = left ? text.replace(leadingSpace, '') : text;
-        if (right) out = out.replace(trailingSpace, '');
+        // Not a `[…]+$` regex: it retries from every space of a long run (quadratic).
+        if (right) out = out.slice(0, whiteSpaceRunStart(out, out.length));
         return out;
       });
     }

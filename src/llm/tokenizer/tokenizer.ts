@@ -149,7 +149,8 @@ export class Tokenizer {
       }
       return false;
     };
-    return new DecodeStream(decode, options.prefixIds, mustWait);
+    const isByteToken = (id: number): boolean => byteTokenPattern.test(this.idToToken(id) ?? '');
+    return new DecodeStream(decode, options.prefixIds, mustWait, isByteToken);
   }
 
   /** Whether tokenizer_config.json provided a chat template. */

@@ -101,6 +101,18 @@ test('SentencePiece: a run of byte tokens is held until a non-byte token ends it
   ]);
 });
 
+test('SentencePiece: a prompt ending in a long byte-token run is context whole, not cut', () => {
+  // The prompt ends with 😀😀 (eight byte tokens, more than the six ids of context kept);
+  // generation adds a third 😀 to the same run, then ▁world ends it.
+  const emoji = [0xf0, 0x9f, 0x98, 0x80].map(spByte);
+  const prompt = [spHello, ...emoji, ...emoji];
+  const generated = [...emoji, spWorld];
+  const deltas = stream(sentencePiece, generated, { prefixIds: prompt });
+  const all = sentencePiece.decode([...prompt, ...generated]);
+  assert.equal(all, 'Hello😀😀😀 world');
+  assert.equal(deltas.join(''), '😀 world');
+});
+
 test('skipSpecialTokens leaves BOS and EOS out of the stream', () => {
   const ids = [sentencePieceIds.bos, spHello, spWorld, sentencePieceIds.eos];
   assert.deepEqual(stream(sentencePiece, ids, { skipSpecialTokens: true }), [

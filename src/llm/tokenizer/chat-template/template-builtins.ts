@@ -25,13 +25,20 @@ type Builtin = (
 const space =
   '\\t\\n\\v\\f\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000';
 const leading = new RegExp(`^[${space}]+`, 'u');
-const trailing = new RegExp(`[${space}]+$`, 'u');
+const spaceChar = new RegExp(`^[${space}]$`, 'u');
 const nonSpaceRuns = new RegExp(`[^${space}]+`, 'gu');
 
 function strip(text: string, chars: unknown, left: boolean, right: boolean): string {
   if (chars === undefined || chars === null) {
     let out = left ? text.replace(leading, '') : text;
-    if (right) out = out.replace(trailing, '');
+    if (right) {
+      // A backward scan, not `[…]+$`: that regex retries from every space of a long run
+      // inside the text (quadratic; a message with 40,000 spaces took most of a second).
+      // Python's white space is all in the BMP: one code unit per character.
+      let end = out.length;
+      while (end > 0 && spaceChar.test(out[end - 1]!)) end -= 1;
+      out = out.slice(0, end);
+    }
     return out;
   }
   if (typeof chars !== 'string') throw new TemplateRuntimeError('strip arg must be None or str');
