@@ -67,7 +67,8 @@ export function parseTokenizerConfig(
   } else if (template !== undefined && template !== null) {
     return fail('tokenizer_config.json: chat_template must be a string or a list of templates');
   }
-  chatTemplate ??= chatTemplateFile;
+  // transformers: a chat_template.jinja file replaces the config's template.
+  if (chatTemplateFile !== undefined) chatTemplate = chatTemplateFile;
 
   const generationEosTokenIds: number[] = [];
   if (generation !== undefined) {

@@ -62,7 +62,7 @@ test('special tokens as strings or as AddedToken objects; EOS ids from generatio
   });
 });
 
-test('a named template list uses "default"; chat_template.jinja is used when the config has none', async () => {
+test('a named template list uses "default"; chat_template.jinja replaces the config\'s template', async () => {
   const named = await loadWith({
     'tokenizer_config.json': JSON.stringify({
       chat_template: [
@@ -87,6 +87,16 @@ test('a named template list uses "default"; chat_template.jinja is used when the
       text: '1 True',
     },
   );
+
+  // Both: the file wins, as in transformers.
+  const both = await loadWith({
+    'tokenizer_config.json': JSON.stringify({ chat_template: 'from the config' }),
+    'chat_template.jinja': 'from the file',
+  });
+  assert.deepEqual(both.applyChatTemplate([{ role: 'user', content: 'hi' }]), {
+    ok: true,
+    text: 'from the file',
+  });
 });
 
 test('extra template variables are passed through; messages may carry other fields', async () => {

@@ -87,7 +87,7 @@ function integerArg(value: unknown, what: string): number {
 }
 
 export const filters: ReadonlyMap<string, Builtin> = new Map<string, Builtin>([
-  ['trim', (v, args) => strip(pyStr(v), args[0], true, true)],
+  ['trim', (v, args, kwargs) => strip(pyStr(v), kwargs.get('chars') ?? args[0], true, true)],
   ['length', (v) => length(v)],
   ['count', (v) => length(v)],
   [
@@ -109,10 +109,15 @@ export const filters: ReadonlyMap<string, Builtin> = new Map<string, Builtin>([
   ['last', (v) => iterate(v).at(-1)],
   [
     'join',
-    (v, args) =>
-      iterate(v)
-        .map(pyStr)
-        .join(args[0] === undefined ? '' : pyStr(args[0])),
+    (v, args, kwargs) => {
+      const attribute = kwargs.get('attribute') ?? args[1];
+      const items =
+        attribute === undefined || attribute === null
+          ? iterate(v)
+          : iterate(v).map((item) => attributeOf(item, attribute));
+      const separator = kwargs.get('d') ?? args[0];
+      return items.map(pyStr).join(separator === undefined ? '' : pyStr(separator));
+    },
   ],
   ['default', defaultFilter],
   ['d', defaultFilter],
@@ -141,12 +146,44 @@ export const filters: ReadonlyMap<string, Builtin> = new Map<string, Builtin>([
   ],
 ]);
 
+/** Keyword arguments each filter implements (any other is refused, not ignored). */
+export const filterKeywords: ReadonlyMap<string, readonly string[]> = new Map([
+  ['tojson', ['indent']],
+  ['join', ['d', 'attribute']],
+  ['default', ['default_value', 'boolean']],
+  ['d', ['default_value', 'boolean']],
+  ['trim', ['chars']],
+]);
+
+/**
+ * Keywords that only restate what the filter does anyway (transformers' tojson defaults:
+ * ensure_ascii=False, sort_keys=False, separators=None), so they need no support.
+ */
+export function isHarmlessKeyword(filter: string, name: string, value: unknown): boolean {
+  if (filter !== 'tojson') return false;
+  if (name === 'ensure_ascii' || name === 'sort_keys') return value === false;
+  return name === 'separators' && (value === null || value === undefined);
+}
+
+/** item.attribute as Jinja reads it for a dict: the key (dotted paths and list indexes). */
+function attributeOf(item: unknown, attribute: unknown): unknown {
+  let value = item;
+  for (const part of String(attribute).split('.')) {
+    if (isDict(value)) value = (value as Record<string, unknown>)[part];
+    else if (Array.isArray(value) && /^\d+$/.test(part)) value = value[Number(part)];
+    else return undefined;
+  }
+  return value;
+}
+
 function defaultFilter(
   value: unknown,
   args: readonly unknown[],
   kwargs: ReadonlyMap<string, unknown>,
 ): unknown {
-  const fallback = args[0] ?? kwargs.get('default_value') ?? '';
+  // An explicit None is a value (default(none) gives None), so presence, not ??, decides.
+  const fallback =
+    args.length > 0 ? args[0] : kwargs.has('default_value') ? kwargs.get('default_value') : '';
   const boolean = truthy(args[1] ?? kwargs.get('boolean') ?? false);
   return value === undefined || (boolean && !truthy(value)) ? fallback : value;
 }

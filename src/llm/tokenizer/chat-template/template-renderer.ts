@@ -6,7 +6,14 @@
 // TemplateRuntimeError, which chat-template.ts turns into an error value.
 
 import type { Expr, TemplateNode } from './template-ast.ts';
-import { callMethod, filters, iterate, tests } from './template-builtins.ts';
+import {
+  callMethod,
+  filterKeywords,
+  filters,
+  isHarmlessKeyword,
+  iterate,
+  tests,
+} from './template-builtins.ts';
 import { pyArithmetic, pyCompare, pySlice } from './python-operators.ts';
 import {
   asNumber,
@@ -167,6 +174,14 @@ function evaluate(expr: Expr, scope: Scope): unknown {
       if (filter === undefined)
         throw new TemplateRuntimeError(`unsupported template: filter "${expr.name}"`);
       const { args, kwargs } = evaluateArguments(expr.call, scope);
+      // A keyword this filter does not implement would be ignored silently: refuse it.
+      const known = filterKeywords.get(expr.name) ?? [];
+      for (const [name, value] of kwargs) {
+        if (known.includes(name) || isHarmlessKeyword(expr.name, name, value)) continue;
+        throw new TemplateRuntimeError(
+          `unsupported template: filter "${expr.name}" with keyword argument "${name}"`,
+        );
+      }
       return filter(evaluate(expr.value, scope), args, kwargs);
     }
     case 'test': {

@@ -155,6 +155,12 @@ test('constructs outside the subset are refused as "unsupported template: …"',
     ['{% include "other.jinja" %}', '{% include %}'],
     ['{% for m in messages %}{% break %}{% endfor %}', '{% break %}'],
     ['{{ (1, 2) }}', 'tuples'],
+    // Keywords a filter does not implement are refused, never silently ignored.
+    [
+      '{{ messages[0]|tojson(sort_keys=true) }}',
+      'filter "tojson" with keyword argument "sort_keys"',
+    ],
+    ['{{ messages|join(", ", unknown=1) }}', 'filter "join" with keyword argument "unknown"'],
   ] as const) {
     assert.deepEqual(
       render(source),
@@ -165,6 +171,21 @@ test('constructs outside the subset are refused as "unsupported template: …"',
   assert.deepEqual(render("{{ 'abc'.zfill(5) }}"), {
     ok: false,
     message: 'unsupported template: method str.zfill()',
+  });
+});
+
+test('default(none) is None; join by attribute; tojson keywords that restate the defaults', () => {
+  assert.deepEqual(render('{{ x|default(none) is none }} {{ x|default(none) }}'), {
+    ok: true,
+    text: 'True None',
+  });
+  assert.deepEqual(render('{{ messages|join(", ", attribute="role") }}'), {
+    ok: true,
+    text: 'system, user, assistant',
+  });
+  assert.deepEqual(render('{{ {"b": 1}|tojson(ensure_ascii=false, separators=none) }}'), {
+    ok: true,
+    text: '{"b": 1}',
   });
 });
 
