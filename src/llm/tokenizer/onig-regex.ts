@@ -10,7 +10,7 @@
 // Constructs with no JavaScript equivalent (atomic groups, possessive quantifiers, inline
 // flags that are not scoped) are refused by name rather than approximated.
 
-import { whiteSpaceClass } from './unicode-classes.ts';
+import { whiteSpaceClass, wordClass } from './unicode-classes.ts';
 import { fail, succeed, type TokenizerResult } from './tokenizer-result.ts';
 
 const syntaxChars = new Set([
@@ -80,8 +80,16 @@ function translate(pattern: string): TokenizerResult<string> {
         i = close;
       } else if (next === 'A') out += '^';
       else if (next === 'z') out += '$';
+      // Oniguruma's \d and \w are Unicode (JavaScript's are ASCII, even with /u).
+      else if (next === 'd') out += '\\p{Nd}';
+      else if (next === 'D') out += '\\P{Nd}';
+      else if (next === 'w') out += inClass ? wordClass : `[${wordClass}]`;
+      else if (next === 'W') {
+        if (inClass) return refuse('\\W inside a character class');
+        out += `[^${wordClass}]`;
+      } else if (next === 'b' || next === 'B') return refuse(`\\${next} (a Unicode word boundary)`);
       else if (/[\p{L}\p{N}]/u.test(next)) {
-        // \p{..}, \d, \w, \n, \uHHHH and friends mean the same in both engines.
+        // \p{..}, \n, \t, \uHHHH and friends mean the same in both engines.
         out += `\\${next}`;
       } else if (syntaxChars.has(next) || (inClass && next === '-')) out += `\\${next}`;
       else out += next;

@@ -70,7 +70,8 @@ export function parsePreTokenizer(json: unknown): TokenizerResult<PreTokenizer |
       return succeed(eachPiece((text) => splitText(text, regex.value, 'Removed', true)));
     }
     case 'Digits': {
-      const regex = compileOnigRegex(json.individual_digits === true ? '\\p{Nd}' : '\\p{Nd}+');
+      // Rust's char::is_numeric: every \p{N} (½, ², Ⅻ), not only decimal digits.
+      const regex = compileOnigRegex(json.individual_digits === true ? '\\p{N}' : '\\p{N}+');
       if (!regex.ok) return regex;
       return succeed(eachPiece((text) => splitText(text, regex.value, 'Isolated', false)));
     }

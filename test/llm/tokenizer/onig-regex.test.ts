@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { compileOnigRegex } from '../../../src/llm/tokenizer/onig-regex.ts';
-import { gpt2SplitPattern } from '../../../src/llm/tokenizer/pre-tokenizer.ts';
+import { gpt2SplitPattern, parsePreTokenizer } from '../../../src/llm/tokenizer/pre-tokenizer.ts';
 
 function matches(pattern: string, text: string): string[] {
   const compiled = compileOnigRegex(pattern);
@@ -45,6 +45,15 @@ test('escapes: \\x{…}, identity escapes of punctuation, property classes with 
   assert.deepEqual(matches('\\p{N}{1,3}', '12345'), ['123', '45']);
 });
 
+test('\\d and \\w are Unicode, as in Oniguruma; a word boundary is refused', () => {
+  assert.deepEqual(matches('\\d+', '٣٤٥ ١٢ 7'), ['٣٤٥', '١٢', '7']);
+  assert.deepEqual(matches('\\w+|[^\\w\\s]+', 'café_ü éx!'), ['café_ü', 'éx', '!']);
+  assert.deepEqual(matches('[\\w-]+', 'né-e x'), ['né-e', 'x']);
+  assert.deepEqual(matches('\\W+', 'ab, cd'), [', ']);
+  for (const pattern of ['\\bab', '[\\W]'])
+    assert.equal(compileOnigRegex(pattern).ok, false, pattern);
+});
+
 test('constructs JavaScript cannot express are refused by name', () => {
   for (const [pattern, construct] of [
     ['a++', 'possessive quantifier'],
@@ -61,4 +70,11 @@ test('constructs JavaScript cannot express are refused by name', () => {
     );
     assert.ok(!compiled.ok && compiled.message.startsWith('unsupported regex'));
   }
+});
+
+test('the Digits pre-tokenizer splits every numeric character, as Rust is_numeric does', () => {
+  const parsed = parsePreTokenizer({ type: 'Digits', individual_digits: true });
+  assert.ok(parsed.ok && parsed.value !== null);
+  const pieces = parsed.value([{ text: 'x ½ 12²³', atStart: true }]).map((p) => p.text);
+  assert.deepEqual(pieces, ['x ', '½', ' ', '1', '2', '²', '³']);
 });
