@@ -1,9 +1,12 @@
 // Demo models for `kiln up --dev` (what `npm start` runs): real, small models from
 // fixtures/registry, registered through the same checks as any upload, so a new user has
-// something to list, show and verify. Registered only into an empty registry.
+// something to list, show and verify. Registered only into an empty registry, and deployed
+// once: a marker file in the home says the demo is set up but not yet served, so a first
+// start that fails half-way (a port in use, Ctrl-C) finishes the job on the next start.
 
 import { createReadStream } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import type { Registry, RegisterVersionRequest } from '../registry/registry.ts';
 import { servableFormats } from '../runtimes/load-runtime.ts';
@@ -21,7 +24,7 @@ interface DemoModel {
   readonly extras: RegisterVersionRequestExtras;
 }
 
-const fixtures = new URL('../../fixtures/registry/', import.meta.url).pathname;
+const fixtures = fileURLToPath(new URL('../../fixtures/registry/', import.meta.url));
 
 const demoModels: readonly DemoModel[] = [
   {
@@ -76,12 +79,29 @@ async function listFiles(path: string): Promise<{ path: string; full: string }[]
   return out.sort((a, b) => (a.path < b.path ? -1 : 1));
 }
 
-/** Registers the demo models if the registry has no models yet; returns their names. */
-export async function registerDemoModels(registry: Registry): Promise<string[]> {
+/** The file saying the demo models are registered but their endpoints not yet deployed. */
+export function demoPendingMarker(home: string): string {
+  return join(home, 'demo-pending');
+}
+
+/**
+ * Registers the demo models into an empty registry (or finishes a registration an earlier
+ * start left half done); returns the names of the demo models to deploy, [] when there is
+ * nothing pending.
+ */
+export async function registerDemoModels(registry: Registry, home: string): Promise<string[]> {
+  const marker = demoPendingMarker(home);
+  const pending = await stat(marker).then(
+    () => true,
+    () => false,
+  );
   const existing = await registry.store.listModels({ limit: 1 });
-  if (existing.items.length > 0) return [];
+  if (existing.items.length > 0 && !pending) return [];
+  await writeFile(marker, 'demo models registered, endpoints not deployed yet\n');
   const names: string[] = [];
   for (const demo of demoModels) {
+    names.push(demo.name);
+    if ((await registry.store.getModel(demo.name)) !== null) continue;
     const files: ManifestFile[] = [];
     for (const file of await listFiles(join(fixtures, demo.path))) {
       const { sha256, size } = await registry.artifacts.ingest(createReadStream(file.full), null, {
@@ -96,18 +116,24 @@ export async function registerDemoModels(registry: Registry): Promise<string[]> 
       ...demo.extras,
     });
     await registry.setAlias(demo.name, 'champion', version.version);
-    names.push(demo.name);
   }
   return names;
 }
 
-/** Serves the demo models that a worker can run, each under an endpoint of the same name. */
-export async function deployDemoEndpoints(endpoints: EndpointService): Promise<string[]> {
+/**
+ * Serves the demo models that a worker can run, each under an endpoint of the same name,
+ * then removes the pending marker.
+ */
+export async function deployDemoEndpoints(
+  endpoints: EndpointService,
+  home: string,
+): Promise<string[]> {
   const deployed: string[] = [];
   for (const demo of demoModels) {
     if (!servableFormats.includes(demo.format)) continue;
     await endpoints.deploy(demo.name, { model: demo.name, alias: 'champion', replicas: 1 });
     deployed.push(demo.name);
   }
+  await rm(demoPendingMarker(home), { force: true });
   return deployed;
 }

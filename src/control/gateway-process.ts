@@ -1,10 +1,11 @@
 // Runs the gateway as its own OS process (the data plane must keep serving if the control
 // plane dies) and restarts it if it exits unexpectedly.
 
+import { fileURLToPath } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
-const gatewayEntry = new URL('../gateway/main.ts', import.meta.url).pathname;
+const gatewayEntry = fileURLToPath(new URL('../gateway/main.ts', import.meta.url));
 
 export interface GatewayProcessOptions {
   readonly controlUrl: string;
@@ -41,10 +42,18 @@ export class GatewayProcess {
           String(listenPort),
           '--state-dir',
           stateDir,
+          '--exit-with-parent',
         ],
         { stdio: ['pipe', 'pipe', 'inherit'] },
       );
       this.child = child;
+      // A spawn that fails (no node binary, no resources) is reported by 'error', not by a
+      // throw; unhandled, it would take the control plane down. 'exit' may not follow.
+      child.once('error', (error) => {
+        if (this.child === child) this.child = null;
+        reject(error);
+      });
+      child.stdin.on('error', () => undefined); // the gateway gone before we close it
       let listening = false;
       let failure: { code: string; message: string } | null = null;
       createInterface({ input: child.stdout }).on('line', (line) => {
@@ -80,18 +89,23 @@ export class GatewayProcess {
           reject(error);
           return;
         }
-        if (this.stopping) return;
-        this.restarts += 1;
-        const delayMs = Math.min(30_000, 250 * 2 ** Math.min(this.restarts, 7));
-        process.stderr.write(`gateway exited (${code ?? signal}); restarting in ${delayMs} ms\n`);
-        setTimeout(() => {
-          if (!this.stopping)
-            this.start().catch((error: unknown) =>
-              process.stderr.write(`gateway restart failed: ${String(error)}\n`),
-            );
-        }, delayMs).unref();
+        this.restartLater(`gateway exited (${code ?? signal})`);
       });
     });
+  }
+
+  /** Starts the gateway again after a backoff; a failed restart schedules the next one. */
+  private restartLater(why: string): void {
+    if (this.stopping) return;
+    this.restarts += 1;
+    const delayMs = Math.min(30_000, 250 * 2 ** Math.min(this.restarts, 7));
+    process.stderr.write(`${why}; restarting in ${delayMs} ms\n`);
+    setTimeout(() => {
+      if (this.stopping) return;
+      this.start().catch((error: unknown) =>
+        this.restartLater(`gateway restart failed: ${String(error)}`),
+      );
+    }, delayMs).unref();
   }
 
   async stop(): Promise<void> {

@@ -83,7 +83,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     await store.close();
   };
   try {
-    if (options.demo === true) demoModels = await registerDemoModels(registry);
+    if (options.demo === true) demoModels = await registerDemoModels(registry, home);
     app = await buildApiServer({
       registry,
       home,
@@ -107,7 +107,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       });
       gatewayUrl = await gateway.start();
     }
-    if (demoModels.length > 0) await deployDemoEndpoints(endpoints);
+    if (demoModels.length > 0) await deployDemoEndpoints(endpoints, home);
     return { url, gatewayUrl, registry, endpoints, reconciler, demoModels, close: closeAll };
   } catch (error) {
     await closeAll();

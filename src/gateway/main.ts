@@ -1,9 +1,10 @@
 // The gateway process, as `kiln up` spawns it:
 //   node --import tsx src/gateway/main.ts --control-url URL --host 127.0.0.1 --port 8000 \
-//     --state-dir DIR [--log]
+//     --state-dir DIR [--log] [--exit-with-parent]
 // Prints exactly one line on stdout once listening — {"event":"listening","url":"…"} — or,
 // if it cannot start, {"event":"failed","code","message"} and exits 1; exits 0 after
-// closing on SIGTERM or SIGINT (a second signal exits at once).
+// closing on SIGTERM or SIGINT (a second signal exits at once). With --exit-with-parent
+// (what `kiln up` passes) it also stops when its stdin pipe closes: the control plane is gone.
 
 import { parseArgs } from 'node:util';
 import { startGateway } from './start-gateway.ts';
@@ -20,6 +21,7 @@ const { values } = parseArgs({
     port: { type: 'string', default: '8000' },
     'state-dir': { type: 'string' },
     log: { type: 'boolean', default: false },
+    'exit-with-parent': { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -65,3 +67,9 @@ function stop(): void {
 }
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
+// The control plane going away (even by kill -9: its end of our stdin pipe closes) leaves
+// this gateway orphaned, holding its port: stop, as workers do.
+if (values['exit-with-parent']) {
+  process.stdin.on('end', stop);
+  process.stdin.resume();
+}

@@ -58,3 +58,27 @@ test('main.ts prints one listening line with the real port and exits 0 on SIGTER
   assert.equal(await exited, 0);
   assert.equal(stdout.trim().split('\n').length, 1, 'exactly one line on stdout');
 });
+
+test('with --exit-with-parent, main.ts stops when its stdin pipe closes (its parent is gone)', async () => {
+  const stateDir = await tempDir('kiln-gateway-main-');
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'src/gateway/main.ts',
+      '--control-url',
+      'http://127.0.0.1:9',
+      '--port',
+      '0',
+      '--state-dir',
+      stateDir,
+      '--exit-with-parent',
+    ],
+    { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] },
+  );
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
+  child.stdin.end(); // what the kernel does for a parent killed with SIGKILL
+  assert.equal(await exited, 0);
+});

@@ -4,6 +4,7 @@
 // Each worker gets a private folder <home>/run/replicas/<replica-id>/ holding its spec and
 // the verified copy of its model files, and reports its progress as JSON lines on stdout.
 
+import { fileURLToPath } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -12,7 +13,7 @@ import { createInterface } from 'node:readline';
 import type { WorkerEvent, WorkerSpec } from '../../../worker/worker-spec.ts';
 import type { Backend, ReplicaEvent, ReplicaHandle, ReplicaLaunch } from '../backend.ts';
 
-const workerEntry = new URL('../../../worker/main.ts', import.meta.url).pathname;
+const workerEntry = fileURLToPath(new URL('../../../worker/main.ts', import.meta.url));
 
 export interface LocalBackendOptions {
   /** <home>/run: replica folders go under replicas/. */

@@ -1,0 +1,44 @@
+// `kiln up --dev` (npm start) on a fresh home registers the demo models and serves them; a
+// first start that fails half-way must not leave the home with demo models and no endpoints.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { existsSync } from 'node:fs';
+import { startPlatform } from '../../src/control/start-platform.ts';
+import { demoPendingMarker } from '../../src/control/demo-models.ts';
+import { tempDir } from '../helpers/temp-dir.ts';
+
+test('a first start that fails after registering the demo models deploys them on the next', async () => {
+  const home = await tempDir();
+  // The API port is taken: the start fails after the demo models are registered.
+  const taken = createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  const { port } = taken.address() as AddressInfo;
+  const options = { home, host: '127.0.0.1', gateway: false, dev: true, demo: true } as const;
+  await assert.rejects(startPlatform({ ...options, port }));
+  taken.close();
+  assert.ok(existsSync(demoPendingMarker(home)), 'the demo is marked as not served yet');
+
+  const platform = await startPlatform({ ...options, port: 0 });
+  try {
+    assert.ok(platform.demoModels.length > 0);
+    const endpoints = await platform.registry.store.listEndpoints();
+    assert.deepEqual(
+      endpoints.map((e) => e.name).sort(),
+      [...platform.demoModels].filter((name) => endpoints.some((e) => e.name === name)).sort(),
+    );
+    assert.ok(endpoints.length > 0, 'the demo endpoints are deployed');
+    assert.equal(existsSync(demoPendingMarker(home)), false);
+  } finally {
+    await platform.close();
+  }
+  // A third start has nothing pending: no demo registration, no redeploy.
+  const again = await startPlatform({ ...options, port: 0 });
+  try {
+    assert.deepEqual(again.demoModels, []);
+  } finally {
+    await again.close();
+  }
+});
