@@ -24,7 +24,9 @@ export class KilnClient {
     this.baseUrl = baseUrl;
     // Our own dispatcher, closed when the command ends, so no keep-alive socket holds the
     // process open after its output is written.
-    this.agent = new Agent({ connect: { timeout: 10_000 } });
+    // A server that accepts the connection and never answers fails the command in two
+    // minutes (registration's format checks take seconds), not after undici's five.
+    this.agent = new Agent({ connect: { timeout: 10_000 }, headersTimeout: 120_000 });
   }
 
   async get<T>(path: string, query?: Query): Promise<T> {
@@ -63,10 +65,16 @@ export class KilnClient {
 
   /** HEAD request; true for 200, false for 404, a CliError for anything else. */
   async exists(path: string): Promise<boolean> {
+    return (await this.head(path)).exists;
+  }
+
+  /** HEAD request: whether it exists (200) or not (404), and the response headers. */
+  async head(path: string): Promise<{ exists: boolean; headers: Record<string, unknown> }> {
     const response = await this.send('HEAD', path, {});
     await response.body.dump();
-    if (response.statusCode === 200) return true;
-    if (response.statusCode === 404) return false;
+    const headers = response.headers as Record<string, unknown>;
+    if (response.statusCode === 200) return { exists: true, headers };
+    if (response.statusCode === 404) return { exists: false, headers };
     throw new CliError('KILN_BAD_RESPONSE', `HEAD ${path} answered HTTP ${response.statusCode}`, {
       status: response.statusCode,
     });
@@ -185,6 +193,8 @@ const connectionWords: Readonly<Record<string, string>> = {
   ECONNRESET: 'connection reset',
   EPIPE: 'connection closed',
   UND_ERR_SOCKET: 'connection closed',
+  UND_ERR_HEADERS_TIMEOUT: 'no answer within 120 s',
+  UND_ERR_BODY_TIMEOUT: 'the answer stalled',
 };
 
 function connectionError(baseUrl: string, error: unknown): unknown {

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, type Stats } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { basename, join, relative, sep } from 'node:path';
-import { describeFsError, localFileError } from './errors.ts';
+import { CliError, describeFsError, localFileError } from './errors.ts';
 import { apiPath, type KilnClient } from './http-client.ts';
 import type { BlobPut, VersionFile } from './api-types.ts';
 import type { ProgressSink } from './progress.ts';
@@ -107,14 +107,28 @@ export function uniqueBlobs(files: readonly HashedFile[]): HashedFile[] {
   return [...bySha.values()];
 }
 
-/** The distinct blobs of `files` the platform does not hold yet. */
+/**
+ * The distinct blobs of `files` the platform does not hold yet. A blob over the server's
+ * upload limit (it says so on HEAD) is refused here, before any byte is sent.
+ */
 export async function findMissingBlobs(
   client: KilnClient,
   files: readonly HashedFile[],
 ): Promise<HashedFile[]> {
   const blobs = uniqueBlobs(files);
-  const present = await mapLimit(blobs, 8, (blob) => client.exists(apiPath('blobs', blob.sha256)));
-  return blobs.filter((_, i) => present[i] !== true);
+  const heads = await mapLimit(blobs, 8, (blob) => client.head(apiPath('blobs', blob.sha256)));
+  const missing = blobs.filter((_, i) => heads[i]?.exists !== true);
+  for (const [i, blob] of blobs.entries()) {
+    const limit = Number(heads[i]?.headers['kiln-max-upload-bytes']);
+    if (heads[i]?.exists !== true && Number.isFinite(limit) && blob.size > limit) {
+      throw new CliError(
+        'KILN_PAYLOAD_TOO_LARGE',
+        `${blob.path} is ${blob.size} bytes; the platform takes uploads of at most ${limit}`,
+        { hint: 'raise the limit with `kiln up --max-upload-bytes N`' },
+      );
+    }
+  }
+  return missing;
 }
 
 /** PUTs each blob, streamed from disk, reporting bytes to `progress` as they are read. */
@@ -126,22 +140,41 @@ export async function uploadBlobs(
   return mapLimit(blobs, 4, (blob) =>
     client.putStream<BlobPut>(
       apiPath('blobs', blob.sha256),
-      countedRead(blob.absolutePath, progress),
+      countedRead(blob.absolutePath, blob.size, progress),
       blob.size,
     ),
   );
 }
 
-async function* countedRead(absolutePath: string, progress: ProgressSink): AsyncGenerator<Buffer> {
+/** The file's bytes, exactly `size` of them (as hashed), or an error naming the change. */
+async function* countedRead(
+  absolutePath: string,
+  size: number,
+  progress: ProgressSink,
+): AsyncGenerator<Buffer> {
+  const changed = (): CliError =>
+    localFileError(`${absolutePath} changed while it was being uploaded; run the command again`);
+  let read = 0;
+  let stream;
   try {
-    for await (const chunk of createReadStream(absolutePath, { highWaterMark: 1 << 20 })) {
+    // Never more than the hashed size: a file that grew is caught below, not sent long.
+    stream = createReadStream(absolutePath, { highWaterMark: 1 << 20, end: Math.max(0, size) });
+  } catch (error) {
+    throw localFileError(`cannot read ${absolutePath}: ${describeFsError(error)}`, error);
+  }
+  try {
+    for await (const chunk of stream) {
       const bytes = chunk as Buffer;
+      read += bytes.length;
+      if (read > size) throw changed();
       progress.add(bytes.length);
       yield bytes;
     }
   } catch (error) {
+    if (error instanceof CliError) throw error;
     throw localFileError(`cannot read ${absolutePath}: ${describeFsError(error)}`, error);
   }
+  if (read !== size) throw changed();
 }
 
 /** Like Promise.all over `items.map(fn)`, with at most `limit` calls in flight; keeps order. */

@@ -33,6 +33,9 @@ export function registerBlobRoutes(
       { schema: { params: blobParams } },
       async (request, reply) => {
         const size = await artifacts.sizeOf(requireDigest(request.params.sha256));
+        // The upload limit, so a client can refuse a blob too large before sending it (a
+        // 413 sent mid-body comes to most clients as a broken connection, not as the 413).
+        reply.header('kiln-max-upload-bytes', maxUploadBytes);
         if (size === null) return reply.code(404).send();
         return reply.code(200).header('content-length', size).send();
       },
