@@ -556,3 +556,14 @@ void test('an unreachable platform', async () => {
     /cannot reach Kiln/,
   );
 });
+
+void test('keys create --trust with the platform down: the error says the keys were written and how to finish', async () => {
+  const down = new Cli('http://127.0.0.1:1', home);
+  const stderr = await down.fails(['keys', 'create', 'offline', '--trust'], 1);
+  assert.match(stderr, /\(the key pair was written\) \(KILN_UNREACHABLE\)/);
+  assert.match(
+    stderr,
+    /hint: the keys are in .*; trust the public key with `kiln keys trust .*offline\.pub`/,
+  );
+  assert.equal((await stat(join(home, 'keys', 'offline.pub'))).isFile(), true);
+});

@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { generateSigningKeyPair } from '../../registry/signing.ts';
 import type { TrustedKey } from '../api-types.ts';
 import { homeOf, withClient } from '../context.ts';
-import { usageError } from '../errors.ts';
+import { CliError, usageError } from '../errors.ts';
 import { readPublicKey, writeKeyFiles } from '../local-files.ts';
 import { apiPath, type KilnClient } from '../http-client.ts';
 import { emit, renderKeyValues, renderTable, shortTime, type JsonOption } from '../output.ts';
@@ -53,12 +53,26 @@ export function registerKeysCommands(program: Command): void {
           publicKeyPath,
           pair.publicKeyPem,
         );
-        const trusted =
-          options.trust === true
-            ? await withClient(command, (client) =>
-                trustKey(client, name, pair.publicKeyPem, options.team),
-              )
-            : null;
+        let trusted: Awaited<ReturnType<typeof trustKey>> | null = null;
+        if (options.trust === true) {
+          try {
+            trusted = await withClient(command, (client) =>
+              trustKey(client, name, pair.publicKeyPem, options.team),
+            );
+          } catch (error) {
+            // The key pair is written; only the trust step failed: say so, and how to finish.
+            if (error instanceof CliError) {
+              const team = options.team === undefined ? '' : ` --team ${options.team}`;
+              throw new CliError(error.code, `${error.message} (the key pair was written)`, {
+                exitCode: error.exitCode,
+                ...(error.status === undefined ? {} : { status: error.status }),
+                hint: `the keys are in ${dir}; trust the public key with \`kiln keys trust ${publicKeyPath}${team}\` once the platform is reachable`,
+                cause: error,
+              });
+            }
+            throw error;
+          }
+        }
         const result = { keyId: pair.keyId, name, privateKeyPath, publicKeyPath, trusted };
         emit(options, result, () =>
           renderKeyValues([
