@@ -29,6 +29,9 @@ export function parseTemplate(tokens: readonly TemplateToken[]): ParseResult {
     return { ok: true, nodes };
   } catch (error) {
     if (error instanceof ParseError) return { ok: false, message: error.message };
+    // The parser recurses per nesting level: hundreds of nested brackets exhaust the stack.
+    if (error instanceof RangeError)
+      return { ok: false, message: 'template syntax error: nested too deeply' };
     throw error;
   }
 }

@@ -189,6 +189,14 @@ test('default(none) is None; join by attribute; tojson keywords that restate the
   });
 });
 
+test('a template nested past the parser stack is refused, not thrown', () => {
+  const deep = `{{ ${'('.repeat(20_000)}1${')'.repeat(20_000)} }}`;
+  assert.deepEqual(render(deep), {
+    ok: false,
+    message: 'template syntax error: nested too deeply',
+  });
+});
+
 test('syntax errors name the line', () => {
   assert.deepEqual(render('a\n{% if x %}b'), {
     ok: false,
