@@ -2,6 +2,8 @@
 // Speaks to its supervisor through JSON lines on stdout (see WorkerEvent) and exits 3 when
 // the model cannot be loaded, 0 after a drain on SIGTERM/SIGINT.
 
+import { fstatSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { readWorkerSpec, type WorkerEvent } from './worker-spec.ts';
 import { startWorker } from './start-worker.ts';
 
@@ -17,24 +19,54 @@ const emit = (event: WorkerEvent): void => {
 };
 
 const spec = await readWorkerSpec(specPath);
-const worker = await startWorker(spec, emit);
-await worker.loaded;
-if (worker.state.phase === 'failed') {
-  // Let the event reach the supervisor, then leave: a failed worker never serves.
-  process.stdout.write('', () => process.exit(3));
-} else {
-  let stopping = false;
-  const stop = (): void => {
-    if (stopping) return;
-    stopping = true;
-    worker
-      .close()
-      .then(() => process.exit(0))
-      .catch(() => process.exit(1));
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
-  // The supervisor going away (its stdin pipe closes) means this worker is orphaned.
+// The supervisor gone, writes to our pipes fail with EPIPE: never a crash of a worker that
+// is draining or cleaning up.
+process.stdout.on('error', () => undefined);
+process.stderr.on('error', () => undefined);
+
+let worker: Awaited<ReturnType<typeof startWorker>> | null = null;
+let loaded = false;
+let stopping = false;
+const removeWorkDir = (): Promise<void> =>
+  rm(spec.workDir, { recursive: true, force: true }).catch(() => undefined);
+const stop = (): void => {
+  if (stopping) return;
+  stopping = true;
+  if (worker === null || !loaded) {
+    // Still loading: nothing was accepted (requests are refused until ready), so there is
+    // nothing to drain; leave no copy of the model behind.
+    void removeWorkDir().then(() => process.exit(0));
+    return;
+  }
+  worker
+    .close()
+    .then(() => process.exit(0))
+    .catch(() => process.exit(1));
+};
+// From the start, not once loaded: a supervisor may stop a worker that hangs while loading.
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+// The supervisor going away (its end of our stdin pipe closes) means this worker is
+// orphaned. Only when stdin is a pipe: under a service manager or a container it is
+// /dev/null, which would read as "gone" at once.
+if (stdinIsPipe()) {
   process.stdin.on('end', stop);
   process.stdin.resume();
+}
+
+worker = await startWorker(spec, emit);
+await worker.loaded;
+loaded = true;
+if (worker.state.phase === 'failed') {
+  // Let the event reach the supervisor, then leave: a failed worker never serves.
+  await removeWorkDir();
+  process.stdout.write('', () => process.exit(3));
+}
+
+function stdinIsPipe(): boolean {
+  try {
+    return fstatSync(0).isFIFO();
+  } catch {
+    return false;
+  }
 }

@@ -29,6 +29,7 @@ export type RunInfer = (
   input: Buffer | DecodedInferRequest,
   headers: IncomingHttpHeaders,
   watch: CancelWatch | null,
+  how?: { readonly accepted?: boolean; readonly counted?: boolean },
 ) => Promise<WorkerReply>;
 
 /** Room for a frame's meta (and a request's envelope) beyond its tensor bytes. */
@@ -133,7 +134,9 @@ export class WorkerChannel {
       this.waiting.set(id, abort);
       return () => this.waiting.delete(id);
     };
-    this.runInfer(input, headers, watch).then(
+    // A frame on an open channel was sent before the gateway dropped this replica: it is
+    // accepted work, run even while the worker drains (new channels are refused then).
+    this.runInfer(input, headers, watch, { accepted: true }).then(
       (reply) => this.reply(id, reply),
       (error: unknown) => {
         process.stderr.write(`worker channel: ${String(error)}\n`);

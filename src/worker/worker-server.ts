@@ -174,7 +174,13 @@ function parseModelPath(
   const match = /^\/v2\/models\/([^/]+)(?:\/versions\/([^/]+))?(?:\/(ready|infer))?$/.exec(path);
   if (match === null) return null;
   const action = (match[3] ?? 'metadata') as 'metadata' | 'ready' | 'infer';
-  return { model: decodeURIComponent(match[1] ?? ''), version: match[2] ?? null, action };
+  let model: string;
+  try {
+    model = decodeURIComponent(match[1] ?? '');
+  } catch {
+    return null; // a malformed %-escape names no model: 404, not a 500
+  }
+  return { model, version: match[2] ?? null, action };
 }
 
 export function createWorkerServer(
@@ -232,10 +238,16 @@ export function createWorkerServer(
     input: Buffer | DecodedInferRequest,
     headers: IncomingHttpHeaders,
     watch: CancelWatch | null,
+    how: {
+      /** Taken in while the worker was ready: it runs even if a drain began since. */
+      readonly accepted?: boolean;
+      /** The caller counts it in state.inflight already (until its answer has left). */
+      readonly counted?: boolean;
+    } = {},
   ): Promise<WorkerReply> {
     const started = process.hrtime.bigint();
     const arrivalMicros = clock.nowMicros();
-    state.inflight += 1;
+    if (how.counted !== true) state.inflight += 1;
     inflightGauge.inc();
     let status = 200;
     const fail = (error: KilnError): WorkerReply => {
@@ -244,7 +256,9 @@ export function createWorkerServer(
     };
     try {
       const runtime = state.runtime;
-      if (state.phase !== 'ready' || runtime === null) return fail(notReady());
+      const admitted =
+        state.phase === 'ready' || (how.accepted === true && state.phase === 'draining');
+      if (!admitted || runtime === null) return fail(notReady());
       // The same checks the gateway ran, now decoding into typed arrays (exact INT64 too).
       // A request that came as tensors on the channel was decoded and checked by the gateway.
       const decoded = Buffer.isBuffer(input)
@@ -331,7 +345,7 @@ export function createWorkerServer(
       );
       return fail(kilnError('KILN_INFERENCE_FAILED', { reason: 'unexpected error in the worker' }));
     } finally {
-      state.inflight -= 1;
+      if (how.counted !== true) state.inflight -= 1;
       inflightGauge.dec();
       countRequest(status);
       durationSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
@@ -348,22 +362,27 @@ export function createWorkerServer(
       // Through runInfer all the same, so the refusal is counted like any answer.
       return sendReply(response, await runInfer(Buffer.alloc(0), request.headers, null), echo);
     }
-    // Counted in flight while the body is read too, so a draining worker waits for it.
+    // Accepted: counted in flight from here until its answer has left (the response's
+    // close), so a draining worker neither refuses it once its body is in nor closes the
+    // connection while a large answer is still being written.
     state.inflight += 1;
-    let body: Buffer | null;
-    try {
-      body = await readBody(request, response, spec.maxBodyBytes);
-    } finally {
+    response.once('close', () => {
       state.inflight -= 1;
-    }
-    if (body === null) return;
-    const reply = await runInfer(body, request.headers, (abort) => {
-      const onClose = (): void => {
-        if (!response.writableFinished) abort();
-      };
-      response.once('close', onClose);
-      return () => response.off('close', onClose);
     });
+    const body = await readBody(request, response, spec.maxBodyBytes);
+    if (body === null) return;
+    const reply = await runInfer(
+      body,
+      request.headers,
+      (abort) => {
+        const onClose = (): void => {
+          if (!response.writableFinished) abort();
+        };
+        response.once('close', onClose);
+        return () => response.off('close', onClose);
+      },
+      { accepted: true, counted: true },
+    );
     if (reply.status !== 499) sendReply(response, reply, echo);
   }
 
