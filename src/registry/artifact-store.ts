@@ -259,25 +259,45 @@ export class ArtifactStore {
    */
   async gc(
     live: ReadonlySet<string>,
-    options: { dryRun: boolean; graceMs: number },
+    options: {
+      dryRun: boolean;
+      graceMs: number;
+      /**
+       * The referenced digests again, read just before deleting: a version registered
+       * since `live` was read may have started using an old blob (clients do not upload
+       * blobs the store already holds, so its age says nothing).
+       */
+      liveNow?: () => Promise<ReadonlySet<string>>;
+    },
   ): Promise<GcResult> {
     const now = this.clock.now();
-    let removedBlobs = 0;
-    let removedBytes = 0;
     let keptBlobs = 0;
+    const candidates: { path: string; name: string; size: number }[] = [];
     const base = join(this.root, 'blobs', 'sha256');
-    for (const prefix of await readdir(base)) {
-      for (const name of await readdir(join(base, prefix))) {
+    // Another gc, or a quarantine, may remove files as this one walks: gone is fine.
+    for (const prefix of await readdir(base).catch(() => [] as string[])) {
+      for (const name of await readdir(join(base, prefix)).catch(() => [] as string[])) {
         const path = join(base, prefix, name);
-        const info = await stat(path);
+        const info = await stat(path).catch(() => null);
+        if (info === null) continue;
         if (live.has(name) || now - info.mtimeMs < options.graceMs) {
           keptBlobs += 1;
           continue;
         }
-        removedBlobs += 1;
-        removedBytes += info.size;
-        if (!options.dryRun) await rm(path, { force: true });
+        candidates.push({ path, name, size: info.size });
       }
+    }
+    const stillLive = options.liveNow === undefined ? live : await options.liveNow();
+    let removedBlobs = 0;
+    let removedBytes = 0;
+    for (const candidate of candidates) {
+      if (stillLive.has(candidate.name)) {
+        keptBlobs += 1;
+        continue;
+      }
+      removedBlobs += 1;
+      removedBytes += candidate.size;
+      if (!options.dryRun) await rm(candidate.path, { force: true });
     }
     if (!options.dryRun) {
       const tmp = join(this.root, 'tmp');

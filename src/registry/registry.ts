@@ -254,6 +254,7 @@ export class Registry {
     return this.artifacts.gc(live, {
       dryRun: options.dryRun,
       graceMs: options.graceSeconds * 1000,
+      liveNow: () => this.store.liveBlobDigests(),
     });
   }
 }

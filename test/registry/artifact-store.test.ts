@@ -160,6 +160,36 @@ test('gc removes unreferenced blobs older than the grace period only', async () 
   assert.equal(await store.sizeOf(sha(fresh)), fresh.length);
 });
 
+test('gc keeps an old blob a version started using meanwhile; two gcs at once do not fail', async () => {
+  const clock = new FakeClock(Date.now());
+  const store = await newStore(clock);
+  const blobs = Array.from({ length: 50 }, (_, i) => Buffer.from(`blob ${i}`));
+  const old = new Date(clock.now() - 2 * 3600_000);
+  for (const b of blobs) {
+    await store.ingest(Readable.from([b]), null, { maxBytes: 100 });
+    await utimes(store.blobPath(sha(b)), old, old);
+  }
+  // Unreferenced when gc looked, referenced by the time it deletes (a registration reused
+  // the blob without uploading it again).
+  const reused = sha(blobs[0]!);
+  const result = await store.gc(new Set(), {
+    dryRun: false,
+    graceMs: 3600_000,
+    liveNow: () => Promise.resolve(new Set([reused])),
+  });
+  assert.equal(result.removedBlobs, 49);
+  assert.equal(await store.sizeOf(reused), blobs[0]!.length);
+  // Two collections racing over the same files: neither throws, each file goes once.
+  for (const b of blobs.slice(1)) await store.ingest(Readable.from([b]), null, { maxBytes: 100 });
+  for (const b of blobs.slice(1)) await utimes(store.blobPath(sha(b)), old, old);
+  const both = await Promise.all([
+    store.gc(new Set([reused]), { dryRun: false, graceMs: 3600_000 }),
+    store.gc(new Set([reused]), { dryRun: false, graceMs: 3600_000 }),
+  ]);
+  assert.ok(both.every((r) => r.removedBlobs <= 49));
+  for (const b of blobs.slice(1)) assert.equal(await store.sizeOf(sha(b)), null);
+});
+
 test('artifact paths: relative POSIX only', () => {
   for (const bad of [
     '../etc/passwd',
