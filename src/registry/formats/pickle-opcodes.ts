@@ -16,6 +16,13 @@ export interface PickleScan {
   /** Valid opcodes read (before the invalid byte, when not valid). joblib writes raw array
    * bytes in the middle of its pickles, so a long valid prefix is evidence enough there. */
   readonly opcodes: number;
+  /**
+   * Where the walk stopped, from bytes[0]: past the end of `bytes` when an argument runs on
+   * beyond them (a caller with more of the stream can go on scanning from there).
+   */
+  readonly resumeAt: number;
+  /** An opcode that imports a name was seen (GLOBAL, INST, STACK_GLOBAL): code can run. */
+  readonly imports: boolean;
   /** The PROTO argument if present, else the lowest protocol that has every opcode seen. */
   readonly protocol: number;
 }
@@ -99,10 +106,13 @@ export function scanPickle(bytes: Uint8Array, options: PickleScanOptions = {}): 
   let count = 0;
   let protocol = 0;
   let declared: number | null = null;
+  let imports = false;
   const result = (valid: boolean, stopped = false): PickleScan => ({
     valid,
     stopped,
     opcodes: count,
+    resumeAt: pos,
+    imports,
     protocol: declared ?? protocol,
   });
   while (pos < buf.length && count < maxOpcodes) {
@@ -110,6 +120,7 @@ export function scanPickle(bytes: Uint8Array, options: PickleScanOptions = {}): 
     const opcode = opcodes.get(code);
     if (opcode === undefined) return result(false);
     protocol = Math.max(protocol, opcode.protocol);
+    if (code === 0x63 /* c GLOBAL */ || code === 0x69 /* i INST */ || code === 0x93) imports = true;
     pos += 1;
     if (code === 0x2e /* . STOP */) {
       count += 1;

@@ -9,7 +9,10 @@
 //   zlib / gzip stream whose first bytes inflate to a pickle (joblib.dump(compress=...))
 //   joblib's legacy "ZF0x" header; xz, lz4, bzip2, lzma streams (joblib's other compressors,
 //   which node:zlib cannot open: a model artifact of ours never needs them)
-//   protocol 0/1 pickles: valid opcodes from byte 0 and a final STOP byte '.'
+//   protocol 0/1 pickles: valid opcodes from byte 0 to a final STOP ('.'); or, followed
+//   through the file window by window (a long string argument is skipped, not read), valid
+//   opcodes up to a STOP anywhere that import a name (GLOBAL, INST, STACK_GLOBAL: what
+//   running code needs), since Python ignores whatever follows the STOP
 
 import { constants, gunzipSync, inflateSync } from 'node:zlib';
 import type { ArtifactFile, PickleFinding } from './artifact-file.ts';
@@ -87,14 +90,19 @@ async function zipFinding(file: ArtifactFile): Promise<PickleFinding | null> {
   return named === undefined ? null : { kind: `ZIP archive containing a pickle (${named})` };
 }
 
-/** A .npy of dtype object ('|O', alone or in a record) stores its items as a pickle. */
+/**
+ * A .npy of dtype object ('O', '|O', alone or in a record) stores its items as a pickle. A
+ * header longer than we read (numpy lifts its limit with allow_pickle) is refused too.
+ */
 function numpyFinding(head: Buffer): PickleFinding | null {
   if (head.length < 12) return null;
   const major = head[6];
   const headerLength = major === 1 ? head.readUInt16LE(8) : head.readUInt32LE(8);
   const start = major === 1 ? 10 : 12;
-  const header = head.toString('latin1', start, Math.min(head.length, start + headerLength));
-  return header.includes("'|O'")
+  if (start + headerLength > head.length)
+    return { kind: 'NumPy array whose header is too long to inspect (object arrays are pickles)' };
+  const header = head.toString('latin1', start, start + headerLength);
+  return /['"][|<>=]?O\d*['"]/.test(header)
     ? { kind: 'NumPy object array (its items are stored as a pickle)' }
     : null;
 }
@@ -113,8 +121,9 @@ function binaryPickle(bytes: Buffer, streamBytes: number): PickleFinding | null 
 }
 
 function binaryPickleProtocol(bytes: Buffer, streamBytes: number): number | null {
+  // Python accepts PROTO with any version up to its highest (0 and 1 included).
   const protocol = bytes[1] ?? 0;
-  if (bytes[0] !== 0x80 || protocol < 2 || protocol > 5) return null;
+  if (bytes[0] !== 0x80 || protocol > 5) return null;
   const scan = scanPickle(bytes, { streamBytes });
   return (scan.valid ? scan.opcodes >= 2 : scan.opcodes >= minBinaryPrefixOpcodes)
     ? protocol
@@ -170,20 +179,42 @@ function opaqueCompression(head: Buffer): string | null {
   return null;
 }
 
-/** Protocol 0/1 (no PROTO opcode): valid opcodes from byte 0 and a final '.' (STOP). */
+/**
+ * Protocol 0/1 (no PROTO opcode): valid opcodes from byte 0 up to a STOP. The walk follows
+ * the file window by window: an argument longer than the window (a big string) is skipped
+ * by its length and the walk goes on after it, so size cannot hide the STOP.
+ */
 async function textPickle(file: ArtifactFile, head: Buffer): Promise<PickleFinding | null> {
+  // A whole-file walk ending with the file's last byte, STOP: a pickle of any content.
   const last =
     head.length === file.size ? head[head.length - 1] : (await file.read(file.size - 1, 1))[0];
-  if (last !== 0x2e) return null;
-  const scan = scanPickle(head, { streamBytes: file.size });
-  const whole = head.length === file.size;
+  const first = scanPickle(head, { streamBytes: file.size });
   if (
-    !scan.valid ||
-    scan.opcodes < 2 ||
-    (whole ? !scan.stopped : scan.opcodes < 16 && !scan.stopped)
+    last === 0x2e &&
+    first.valid &&
+    first.opcodes >= 2 &&
+    (head.length === file.size ? first.stopped : first.stopped || first.opcodes >= 16)
   )
-    return null;
-  return { kind: `Python pickle (protocol ${scan.protocol})` };
+    return { kind: `Python pickle (protocol ${first.protocol})` };
+  // Else a STOP anywhere (Python ignores what follows it), found by following the walk
+  // window by window, counts when the walk imports a name: what running code needs. Text
+  // that happens to parse as opcodes up to a '.' does not.
+  let window = head;
+  let offset = 0;
+  let protocol = 0;
+  let imports = false;
+  for (let windows = 0; windows < 4096; windows += 1) {
+    const scan = windows === 0 ? first : scanPickle(window, { streamBytes: file.size - offset });
+    protocol = Math.max(protocol, scan.protocol);
+    imports ||= scan.imports;
+    if (!scan.valid) return null;
+    if (scan.stopped) return imports ? { kind: `Python pickle (protocol ${protocol})` } : null;
+    const next = offset + scan.resumeAt;
+    if (next <= offset || next >= file.size) return null; // no progress, or the end: no STOP
+    offset = next;
+    window = await file.read(offset, Math.min(file.size - offset, headBytes));
+  }
+  return null;
 }
 
 /** The protocol of a protocol 0/1 pickle at the start of `bytes`, or null. */

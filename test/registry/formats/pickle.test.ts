@@ -249,3 +249,45 @@ void test('findPickle names the first pickle in an artifact', async () => {
     },
   );
 });
+
+test('pickles that hide: trailing bytes after STOP, PROTO 0/1, a long string first, npy dtype O', async () => {
+  // GLOBAL os.system, a string, REDUCE: what running code takes. Then STOP.
+  const p0 = Buffer.from("cos\nsystem\n(S'echo pwned'\ntR.", 'latin1');
+  const cases: [string, Buffer][] = [
+    // Python ignores whatever follows STOP.
+    ['protocol 0, then trailing bytes', Buffer.concat([p0, Buffer.from('trailing data')])],
+    // PROTO 1 is accepted by Python (any version up to its highest).
+    [
+      'PROTO 1, protocol 1 body, then a byte',
+      Buffer.concat([Buffer.from([0x80, 0x01]), p0, Buffer.from('x')]),
+    ],
+    // A 100 KB BINSTRING (T, int32 length) first: the STOP is far past the first window.
+    [
+      'a long protocol 1 string before the call',
+      Buffer.concat([
+        Buffer.from('(T', 'latin1'),
+        Buffer.from([0xa0, 0x86, 0x01, 0x00]), // 100,000
+        Buffer.alloc(100_000, 0x41),
+        Buffer.from('0', 'latin1'), // POP it
+        p0,
+        Buffer.from('more'),
+      ]),
+    ],
+  ];
+  for (const [what, bytes] of cases) {
+    const finding = await detectPickle(bufferArtifact('model.bin', bytes));
+    assert.ok(
+      finding !== null && /pickle/i.test(finding.kind),
+      `${what}: ${JSON.stringify(finding)}`,
+    );
+  }
+  // NumPy: dtype 'O' without the '|' byte-order mark is an object array too.
+  const header = "{'descr': 'O', 'fortran_order': False, 'shape': (1,), }";
+  const npy = Buffer.concat([
+    Buffer.from('\x93NUMPY\x01\x00', 'latin1'),
+    Buffer.from([header.length, 0]),
+    Buffer.from(header, 'latin1'),
+  ]);
+  const finding = await detectPickle(bufferArtifact('weights.npy', npy));
+  assert.match(finding?.kind ?? '', /NumPy object array/);
+});
