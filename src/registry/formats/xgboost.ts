@@ -155,6 +155,23 @@ function checkTrees(model: unknown, numFeature: number, where: string): number {
         );
       }
     }
+    // The nodes must form a tree from node 0: a cycle, or a node two parents share, is a
+    // file the runtime would refuse at load (and a version that could never be served).
+    if (numNodes > 0) {
+      const seen = new Uint8Array(numNodes);
+      const stack = [0];
+      seen[0] = 1;
+      while (stack.length > 0) {
+        const node = stack.pop()!;
+        for (const child of [left[node] ?? -1, right[node] ?? -1]) {
+          if (child === -1) continue;
+          if (seen[child] === 1)
+            throw new ModelError(`${at}: node ${child} is reached twice (a cycle, or two parents)`);
+          seen[child] = 1;
+          stack.push(child);
+        }
+      }
+    }
   });
   return declared;
 }

@@ -104,6 +104,14 @@ void test('damaged XGBoost documents are refused with the failing field', async 
   const numNodes = Number(
     fixtureJson.learner.gradient_booster.model.trees[0]?.tree_param.num_nodes,
   );
+  // Node 1 points back at node 0: children in range, but a cycle.
+  const tree = fixtureJson.learner.gradient_booster.model.trees[0] as unknown as {
+    left_children: number[];
+    right_children: number[];
+  };
+  const cyclicLeft = [...tree.left_children];
+  const internal = cyclicLeft.findIndex((child, node) => node > 0 && child !== -1);
+  cyclicLeft[internal] = 0;
   const cases: [Buffer, RegExp][] = [
     [
       edited([...booster, 'name'], 'gbforest'),
@@ -126,6 +134,7 @@ void test('damaged XGBoost documents are refused with the failing field', async 
     ],
     [edited(['learner', 'feature_names'], ['a']), /feature_names has 1 names but num_feature is 5/],
     [edited(['version'], undefined), /version is missing or not a list of numbers/],
+    [edited([...tree0, 'left_children'], cyclicLeft), /tree 0: node 0 is reached twice/],
   ];
   for (const [bytes, reason] of cases) {
     const result = await validateXgboost([bufferArtifact('model.json', bytes)]);
