@@ -56,7 +56,9 @@ export interface Store {
 
   /**
    * Assigns the model's next version number atomically, across processes. With
-   * `createModel`, a model that does not exist yet is created in the same transaction.
+   * `createModel`, a model that does not exist yet is created in the same transaction. With
+   * `createModel`, a model created meanwhile by another caller under another team is
+   * refused (KILN_MODEL_EXISTS): the caller checked its policy against the team it asked.
    */
   createVersion(
     model: string,

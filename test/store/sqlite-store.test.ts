@@ -142,6 +142,21 @@ test('versions: numbers increase, are never reused after a delete, and list newe
   );
 });
 
+test('creating a model with its first version: one created meanwhile for another team is refused', async () => {
+  const { store } = await openStore();
+  const create = (team: string) => ({ createModel: { name: 'pay', team, description: '' } });
+  // Missing: created with the version, for the team asked.
+  assert.equal((await store.createVersion('pay', newVersion(), create('risk'))).version, 1);
+  // Created meanwhile for the same team: the version joins it.
+  assert.equal((await store.createVersion('pay', newVersion(), create('risk'))).version, 2);
+  // For another team: refused, nothing written (its signing policy was not the one checked).
+  await assert.rejects(
+    store.createVersion('pay', newVersion(), create('secure')),
+    assertKilnError('KILN_MODEL_EXISTS'),
+  );
+  assert.equal((await store.getModel('pay'))?.versionCount, 2);
+});
+
 test('a stored version round-trips every field', async () => {
   const { store, clock } = await openStore();
   await store.createModel({ name: 'm', team: 'default', description: 'd' });

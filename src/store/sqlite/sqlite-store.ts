@@ -253,6 +253,10 @@ export class SqliteStore implements Store {
           .run(model, create.team, create.description, isoAt(this.clock));
       }
       const m = this.requireModelRow(model);
+      // Created meanwhile by someone else, for another team: the signing policy the caller
+      // checked was that of the team it asked for, not this one's.
+      if (create !== undefined && m.team !== create.team)
+        throw kilnError('KILN_MODEL_EXISTS', { model });
       const { n } = this.db
         .prepare(
           'UPDATE models SET next_version = next_version + 1 WHERE id = ? RETURNING next_version - 1 AS n',
