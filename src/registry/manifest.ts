@@ -14,9 +14,17 @@ export interface ManifestSubject {
   readonly model: string;
   readonly format: string;
   readonly files: readonly ManifestFile[];
+  /**
+   * What an `external` version points at (URL, image…): signed too, since such a version
+   * has no files to sign. Absent (undefined or null) for file-based versions.
+   */
+  readonly external?: unknown;
 }
 
+/** File-based versions: model, format and files. */
 export const manifestKind = 'kiln-manifest/v1';
+/** External versions: the same and what they point at. */
+export const externalManifestKind = 'kiln-manifest/v2';
 
 /** JSON with object keys sorted at every level and no whitespace. */
 export function canonicalJson(value: unknown): string {
@@ -32,8 +40,16 @@ export function canonicalManifest(subject: ManifestSubject): Buffer {
   const files = [...subject.files]
     .map((f) => ({ path: f.path, sha256: f.sha256, size: f.size }))
     .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const external = subject.external ?? undefined;
+  // v1 bytes are unchanged for file-based versions, so their signatures stay valid.
   return Buffer.from(
-    canonicalJson({ files, format: subject.format, kind: manifestKind, model: subject.model }),
+    canonicalJson({
+      external,
+      files,
+      format: subject.format,
+      kind: external === undefined ? manifestKind : externalManifestKind,
+      model: subject.model,
+    }),
     'utf8',
   );
 }

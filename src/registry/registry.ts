@@ -109,7 +109,12 @@ export class Registry {
     if (!check.ok)
       throw kilnError('KILN_INVALID_ARTIFACT', { format: request.format, reason: check.reason });
 
-    const subject: ManifestSubject = { model: model.name, format: request.format, files };
+    const subject: ManifestSubject = {
+      model: model.name,
+      format: request.format,
+      files,
+      external: request.external ?? undefined,
+    };
     await enforceSignaturePolicy(this.store, model.team, subject, request.signature ?? null);
 
     return this.store.createVersion(
@@ -195,6 +200,7 @@ export class Registry {
       model: model.name,
       format: version.format,
       files: version.files,
+      external: version.external ?? undefined,
     };
     const signature = await enforceSignaturePolicy(
       this.store,

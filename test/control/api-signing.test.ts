@@ -153,3 +153,27 @@ test('per-team policy and team-scoped keys', async () => {
     signing: { requireSignature: false, teams: { risk: { requireSignature: true } } },
   });
 });
+
+test('an external version’s signature covers what it points at: it cannot be reused for another URL', async () => {
+  const { url, registry } = await testPlatform();
+  const ci = signer();
+  const key = parsePrivateKey(ci.privateKeyPem);
+  assert.ok(key !== null);
+  assert.equal(
+    (await call(url, 'POST', '/api/v1/trusted-keys', { name: 'ci', publicKey: ci.publicKeyPem }))
+      .status,
+    201,
+  );
+  await call(url, 'PUT', '/api/v1/policy/signing', { requireSignature: true });
+  const external = { url: 'https://models.example/v2', protocol: 'v2' };
+  const signature = signManifest({ model: 'ext', format: 'external', files: [], external }, key);
+  const signed = await register(url, 'ext', 'external', [], { external, signature });
+  assert.equal(signed.status, 201, JSON.stringify(signed.body));
+  // The same signature on a version pointing elsewhere is not valid.
+  const elsewhere = { url: 'https://evil.example/v2', protocol: 'v2' };
+  const forged = await register(url, 'ext', 'external', [], { external: elsewhere, signature });
+  assert.equal(errorCode(forged), 'KILN_SIGNATURE_INVALID');
+  // And the signed one still verifies at load.
+  const loaded = await registry.trustedVersion('ext', 1);
+  assert.equal(loaded.signature, 'valid');
+});

@@ -149,7 +149,7 @@ async function runRegister(
   body.createModel = createModelOf(options);
   if (signingKey !== undefined) {
     body.signature = signManifest(
-      { model: options.name, format: options.format, files: body.files },
+      { model: options.name, format: options.format, files: body.files, external },
       signingKey,
     );
   }
