@@ -32,6 +32,9 @@ export type RunInfer = (
   how?: { readonly accepted?: boolean; readonly counted?: boolean },
 ) => Promise<WorkerReply>;
 
+/** A frame on an open channel is accepted work (see run). */
+const accepted = { accepted: true } as const;
+
 /** Room for a frame's meta (and a request's envelope) beyond its tensor bytes. */
 const metaAllowance = 64 * 1024;
 /**
@@ -136,7 +139,7 @@ export class WorkerChannel {
     };
     // A frame on an open channel was sent before the gateway dropped this replica: it is
     // accepted work, run even while the worker drains (new channels are refused then).
-    this.runInfer(input, headers, watch, { accepted: true }).then(
+    this.runInfer(input, headers, watch, accepted).then(
       (reply) => this.reply(id, reply),
       (error: unknown) => {
         process.stderr.write(`worker channel: ${String(error)}\n`);

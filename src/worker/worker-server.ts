@@ -183,6 +183,9 @@ function parseModelPath(
   return { model, version: match[2] ?? null, action };
 }
 
+/** How an HTTP infer request reaches runInfer: accepted, and counted by infer() itself. */
+const acceptedAndCounted = { accepted: true, counted: true } as const;
+
 export function createWorkerServer(
   spec: WorkerSpec,
   state: WorkerState,
@@ -381,7 +384,7 @@ export function createWorkerServer(
         response.once('close', onClose);
         return () => response.off('close', onClose);
       },
-      { accepted: true, counted: true },
+      acceptedAndCounted,
     );
     if (reply.status !== 499) sendReply(response, reply, echo);
   }

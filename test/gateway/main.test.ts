@@ -11,13 +11,9 @@ import { call, endpointRoute, snapshot } from './gateway-harness.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
-test('main.ts prints one listening line with the real port and exits 0 on SIGTERM', async () => {
-  const stateDir = await tempDir('kiln-gateway-main-');
-  await writeFile(
-    join(stateDir, 'routing-snapshot.json'),
-    JSON.stringify(snapshot(2, [endpointRoute({ replicas: [] })])),
-  );
-  const child = spawn(
+/** `node src/gateway/main.ts` as the control plane starts it, on a free loopback port. */
+function spawnGateway(stateDir: string, extra: readonly string[] = []) {
+  return spawn(
     process.execPath,
     [
       '--import',
@@ -31,9 +27,19 @@ test('main.ts prints one listening line with the real port and exits 0 on SIGTER
       '0',
       '--state-dir',
       stateDir,
+      ...extra,
     ],
-    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
+    { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] },
   );
+}
+
+test('main.ts prints one listening line with the real port and exits 0 on SIGTERM', async () => {
+  const stateDir = await tempDir('kiln-gateway-main-');
+  await writeFile(
+    join(stateDir, 'routing-snapshot.json'),
+    JSON.stringify(snapshot(2, [endpointRoute({ replicas: [] })])),
+  );
+  const child = spawnGateway(stateDir);
   let stdout = '';
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
@@ -61,22 +67,7 @@ test('main.ts prints one listening line with the real port and exits 0 on SIGTER
 
 test('with --exit-with-parent, main.ts stops when its stdin pipe closes (its parent is gone)', async () => {
   const stateDir = await tempDir('kiln-gateway-main-');
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      'src/gateway/main.ts',
-      '--control-url',
-      'http://127.0.0.1:9',
-      '--port',
-      '0',
-      '--state-dir',
-      stateDir,
-      '--exit-with-parent',
-    ],
-    { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] },
-  );
+  const child = spawnGateway(stateDir, ['--exit-with-parent']);
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
   child.stdin.end(); // what the kernel does for a parent killed with SIGKILL

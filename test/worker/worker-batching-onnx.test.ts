@@ -4,14 +4,11 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createReadStream } from 'node:fs';
-import { join } from 'node:path';
-import { ArtifactStore } from '../../src/registry/artifact-store.ts';
 import type { BatchingConfig } from '../../src/store/serving-records.ts';
 import { startWorker, type RunningWorker } from '../../src/worker/start-worker.ts';
 import type { WorkerEvent } from '../../src/worker/worker-spec.ts';
-import { onnxFixtures, readExpected, tolerance } from '../runtimes/onnx/onnx-fixtures.ts';
-import { tempDir } from '../helpers/temp-dir.ts';
+import { readExpected, tolerance } from '../runtimes/onnx/onnx-fixtures.ts';
+import { mlpWorkerSpec } from './mlp-worker-spec.ts';
 
 const expected = readExpected('mlp');
 const input = expected.inputs[0];
@@ -21,33 +18,9 @@ const outWidth = output?.shape[1] ?? 0;
 const totalRows = input?.shape[0] ?? 0;
 
 async function start(batching: BatchingConfig | null): Promise<RunningWorker> {
-  const home = await tempDir('kiln-worker-batching-');
-  const store = new ArtifactStore(join(home, 'artifacts'));
-  await store.init();
-  const blob = await store.ingest(createReadStream(join(onnxFixtures, 'mlp.onnx')), null, {
-    maxBytes: 1024 ** 3,
-  });
+  const { spec } = await mlpWorkerSpec({ batching });
   const events: WorkerEvent[] = [];
-  const worker = await startWorker(
-    {
-      replicaId: 'mlp-1',
-      endpoint: 'mlp',
-      model: 'mlp',
-      version: 1,
-      format: 'onnx',
-      files: [{ path: 'mlp.onnx', size: blob.size, sha256: blob.sha256 }],
-      schema: null,
-      artifactsRoot: store.root,
-      workDir: join(home, 'replica'),
-      host: '127.0.0.1',
-      port: 0,
-      maxBodyBytes: 1_000_000,
-      config: {},
-      batching,
-      defaultTimeoutMs: null,
-    },
-    (event) => events.push(event),
-  );
+  const worker = await startWorker(spec, (event) => events.push(event));
   await worker.loaded;
   assert.equal(worker.state.phase, 'ready', JSON.stringify(events));
   return worker;

@@ -4,43 +4,20 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createReadStream, existsSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { ArtifactStore } from '../../src/registry/artifact-store.ts';
 import type { WorkerSpec } from '../../src/worker/worker-spec.ts';
-import { tempDir } from '../helpers/temp-dir.ts';
+import { mlpWorkerSpec } from './mlp-worker-spec.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const mlp = join(root, 'fixtures', 'onnx', 'mlp.onnx');
 
 async function specFile(
   overrides: Partial<WorkerSpec> = {},
 ): Promise<{ path: string; spec: WorkerSpec }> {
-  const home = await tempDir('kiln-worker-process-');
-  const store = new ArtifactStore(join(home, 'artifacts'));
-  await store.init();
-  const blob = await store.ingest(createReadStream(mlp), null, { maxBytes: 1 << 30 });
-  const spec: WorkerSpec = {
-    replicaId: 'mlp-1',
-    endpoint: 'mlp',
-    model: 'mlp',
-    version: 1,
-    format: 'onnx',
-    files: [{ path: 'mlp.onnx', size: blob.size, sha256: blob.sha256 }],
-    schema: null,
-    artifactsRoot: store.root,
-    workDir: join(home, 'replica'),
-    host: '127.0.0.1',
-    port: 0,
-    maxBodyBytes: 1_000_000,
-    config: {},
-    batching: null,
-    defaultTimeoutMs: null,
-    ...overrides,
-  };
+  const { spec, home } = await mlpWorkerSpec(overrides);
   const path = join(home, 'spec.json');
   await writeFile(path, JSON.stringify(spec));
   return { path, spec };
