@@ -55,6 +55,8 @@ interface Replica {
   slot: number;
   state: ReplicaState;
   url: string | null;
+  /** The worker's Unix socket (local backend), for the gateway's channel. */
+  socketPath: string | null;
   restarts: number;
   reason: string | null;
   restartAtMs: number | null;
@@ -232,6 +234,7 @@ export class Reconciler {
           slot: action.slot,
           state: 'starting',
           url: null,
+          socketPath: null,
           restarts: 0,
           reason: null,
           restartAtMs: null,
@@ -291,6 +294,7 @@ export class Reconciler {
     }
     replica.reason = null;
     replica.url = null;
+    replica.socketPath = null;
     const serving = workerServingSettings(version.format, endpoint.config);
     replica.launch += 1;
     replica.launchedAtMs = this.options.clock.now();
@@ -347,6 +351,7 @@ export class Reconciler {
     replica.state = 'failed';
     replica.reason = reason;
     replica.url = null;
+    replica.socketPath = null;
     replica.handle = null;
     replica.restartAtMs = this.options.clock.now() + restartBackoffMs(replica.restarts);
   }
@@ -355,6 +360,7 @@ export class Reconciler {
     switch (event.kind) {
       case 'listening':
         replica.url = event.url;
+        replica.socketPath = event.socketPath;
         return;
       case 'ready':
         if (replica.state === 'stopping') return;
@@ -418,6 +424,7 @@ export class Reconciler {
         url: r.url ?? '',
         version: r.version,
         channel: channelPath,
+        ...(r.socketPath === null ? {} : { socketPath: r.socketPath }),
       })),
     };
   }

@@ -1,7 +1,10 @@
 // The gateway's end of a worker channel (src/protocol/channel/frames.ts): one connection per
 // Kiln worker replica, opened with an HTTP Upgrade on the worker's port when first needed,
 // carrying every infer request to that replica as a frame. Frames written in one
-// event-loop turn leave in one write.
+// event-loop turn leave in one write. A worker on this host also offers its routes on a Unix
+// socket (ReplicaRoute.socketPath): the channel goes there, at less than half the CPU a
+// loopback TCP connection costs per write on either side, and falls back to TCP for good if
+// that socket cannot be reached.
 //
 //   send ─► (connecting: held) ─► infer frame ─► worker ─► reply frame ─► requester.onChannelReply
 //   cancel ─► forget the request, tell the worker (a queued request is then never run)
@@ -58,7 +61,14 @@ export class ChannelClient {
     private readonly path: string,
     private readonly timeoutMs: number,
     private readonly now: () => number,
+    /** The worker's Unix socket, on this host; null = TCP to `url`. */
+    private socketPath: string | null = null,
   ) {}
+
+  /** Where the channel connects: the worker's Unix socket, or its TCP URL. */
+  get transport(): 'unix' | 'tcp' {
+    return this.socketPath === null ? 'tcp' : 'unix';
+  }
 
   /** Requests sent and not yet answered. */
   get inFlight(): number {
@@ -156,13 +166,25 @@ export class ChannelClient {
     if (this.connecting) return;
     this.connecting = true;
     const target = new URL(this.path, this.url);
-    const upgrade = httpRequest(target, {
+    const viaSocket = this.socketPath;
+    const options = {
       headers: { connection: 'Upgrade', upgrade: channelProtocol },
       agent: false,
       timeout: 5_000,
-    });
+    } as const;
+    const upgrade =
+      viaSocket === null
+        ? httpRequest(target, options)
+        : httpRequest({ ...options, socketPath: viaSocket, path: target.pathname });
     const lost = (reason: string, code?: unknown): void => {
       this.connecting = false;
+      if (viaSocket !== null && this.socketPath === viaSocket && unreachable.has(String(code))) {
+        // The socket is gone or refused (a worker that could not make it, a folder cleaned
+        // up): the worker still serves TCP, and the held frames go there.
+        this.socketPath = null;
+        this.connect();
+        return;
+      }
       this.held = [];
       // Keep a socket error's own code (ECONNREFUSED: nothing listens) for the metrics.
       const error = channelError('CHANNEL_CLOSED', reason);
@@ -268,6 +290,9 @@ function parseReplyMeta(text: string): ReplyFrameMeta {
     return { s: 502 };
   return typeof ra === 'string' ? { s: status, ra } : { s: status };
 }
+
+/** Socket errors that mean nothing can be reached at a Unix socket path. */
+const unreachable = new Set(['ENOENT', 'ECONNREFUSED', 'EACCES', 'ENOTSOCK', 'EPERM']);
 
 function channelError(code: 'CHANNEL_CLOSED' | 'CHANNEL_TIMEOUT', message: string): Error {
   return Object.assign(new Error(message), { code });

@@ -103,8 +103,12 @@ export class ReplicaSet {
     const key = replicaKey(route);
     let channel = this.channels.get(key);
     if (channel === undefined) {
-      channel = new ChannelClient(route.url, route.channel, this.options.upstreamTimeoutMs, () =>
-        performance.now(),
+      channel = new ChannelClient(
+        route.url,
+        route.channel,
+        this.options.upstreamTimeoutMs,
+        () => performance.now(),
+        route.socketPath ?? null,
       );
       this.channels.set(key, channel);
     }
@@ -128,7 +132,7 @@ export class ReplicaSet {
 }
 
 function replicaKey(route: ReplicaRoute): string {
-  return `${route.id} ${route.url}`;
+  return `${route.id} ${route.url} ${route.socketPath ?? ''}`;
 }
 
 function ignore(): void {}

@@ -49,6 +49,11 @@ export interface ReplicaRoute {
    * infer requests then travel as frames on it. Absent: plain v2 HTTP.
    */
   readonly channel?: string;
+  /**
+   * A Unix socket on this host where the worker serves the same routes (the local backend's
+   * workers): the channel connects there rather than to `url`. Absent: `url` only.
+   */
+  readonly socketPath?: string;
 }
 
 export interface ApiKeyGrant {

@@ -75,6 +75,11 @@ function endpointReason(value: unknown, index: number): string | null {
       !(isString(replica.channel) && replica.channel.startsWith('/'))
     )
       return `${where}.replicas[${replica.id}].channel is not a path`;
+    if (
+      replica.socketPath !== undefined &&
+      !(isString(replica.socketPath) && replica.socketPath.startsWith('/'))
+    )
+      return `${where}.replicas[${replica.id}].socketPath is not an absolute path`;
   }
   return null;
 }

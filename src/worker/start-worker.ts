@@ -8,9 +8,9 @@
 // becomes ready. On close it drains: stops accepting (503), runs every request already
 // accepted — queued in the batcher included — and waits for them (up to graceMs).
 
-import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
+import { chmod, mkdir, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { createServer as createNetServer, type AddressInfo, type Server } from 'node:net';
 import { isKilnError } from '../core/errors.ts';
 import { ArtifactStore } from '../registry/artifact-store.ts';
 import { loadRuntime } from '../runtimes/load-runtime.ts';
@@ -19,7 +19,7 @@ import { createInferBatcher } from './batching/infer-batcher.ts';
 import { WorkerMetrics } from './worker-metrics.ts';
 import { closeChannels } from './worker-channel.ts';
 import { createWorkerServer, type WorkerState } from './worker-server.ts';
-import type { WorkerEvent, WorkerSpec } from './worker-spec.ts';
+import { maxSocketPathBytes, type WorkerEvent, type WorkerSpec } from './worker-spec.ts';
 
 export interface RunningWorker {
   readonly url: string;
@@ -50,7 +50,8 @@ export async function startWorker(
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://${spec.host}:${port}`;
-  emit({ event: 'listening', url });
+  const local = await listenLocal(server, spec.channelSocket ?? null);
+  emit({ event: 'listening', url, ...(local === null ? {} : { socketPath: local.path }) });
 
   const fail = (code: string, message: string): void => {
     state.phase = 'failed';
@@ -123,6 +124,7 @@ export async function startWorker(
         await new Promise((r) => setTimeout(r, 10));
       server.closeAllConnections();
       closeChannels(server);
+      local?.server.close();
       await closed;
       await loaded;
       await state.runtime?.unload();
@@ -130,4 +132,39 @@ export async function startWorker(
       await rm(spec.workDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Serves `server`'s routes on a Unix socket too (owner-only), for a gateway on this host.
+ * A socket that cannot be made (a path too long, a read-only folder) is not fatal: the gateway
+ * then uses TCP, which every worker serves.
+ */
+async function listenLocal(
+  server: ReturnType<typeof createWorkerServer>,
+  path: string | null,
+): Promise<{ readonly server: Server; readonly path: string } | null> {
+  if (path === null) return null;
+  const local = createNetServer((socket) => server.emit('connection', socket));
+  local.on('error', () => undefined); // after listening: accept errors; the gateway has TCP
+  try {
+    if (Buffer.byteLength(path) > maxSocketPathBytes)
+      throw new Error(`the path is longer than ${maxSocketPathBytes} bytes`);
+    await mkdir(dirname(path), { recursive: true });
+    await rm(path, { force: true }); // a socket left by a worker that was killed
+    await new Promise<void>((resolve, reject) => {
+      local.once('error', reject);
+      local.listen(path, () => {
+        local.off('error', reject);
+        resolve();
+      });
+    });
+    await chmod(path, 0o600);
+    return { server: local, path };
+  } catch (error) {
+    local.close();
+    process.stderr.write(
+      `worker: no local channel socket at ${path} (${(error as Error).message}); TCP only\n`,
+    );
+    return null;
+  }
 }

@@ -24,6 +24,12 @@ export interface WorkerSpec {
   readonly host: string;
   /** 0 = any free port (reported in the `listening` event). */
   readonly port: number;
+  /**
+   * A Unix socket path the worker also serves its HTTP routes on, for a gateway on the same
+   * host: its channel costs less than half the CPU a loopback TCP one does. Absent or null:
+   * TCP only (a worker on another host).
+   */
+  readonly channelSocket?: string | null;
   readonly maxBodyBytes: number;
   readonly config: RuntimeConfig;
   /** Dynamic batching of infer requests; null = each request runs by itself. */
@@ -32,6 +38,12 @@ export interface WorkerSpec {
   readonly defaultTimeoutMs: number | null;
 }
 
+/**
+ * Longest Unix socket path accepted (sun_path holds 108 bytes on Linux, 104 on macOS, with
+ * the NUL). Longer ones must be refused before listening: libuv may bind a truncated path.
+ */
+export const maxSocketPathBytes = 103;
+
 export async function readWorkerSpec(path: string): Promise<WorkerSpec> {
   const spec = JSON.parse(await readFile(path, 'utf8')) as Partial<WorkerSpec> & WorkerSpec;
   // Specs written before batching existed lack the two fields: both mean "off".
@@ -39,6 +51,7 @@ export async function readWorkerSpec(path: string): Promise<WorkerSpec> {
     ...spec,
     batching: spec.batching ?? null,
     defaultTimeoutMs: spec.defaultTimeoutMs ?? null,
+    channelSocket: spec.channelSocket ?? null,
   };
 }
 
@@ -47,7 +60,12 @@ export async function readWorkerSpec(path: string): Promise<WorkerSpec> {
  * listening (port known, not ready yet) → ready, or → failed (then it exits non-zero).
  */
 export type WorkerEvent =
-  | { readonly event: 'listening'; readonly url: string }
+  | {
+      readonly event: 'listening';
+      readonly url: string;
+      /** Where the worker also listens (WorkerSpec.channelSocket), when it could. */
+      readonly socketPath?: string;
+    }
   | {
       readonly event: 'ready';
       readonly inputs: ModelSchema['inputs'];

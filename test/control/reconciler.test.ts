@@ -62,6 +62,7 @@ class DrivenBackend implements Backend {
     entry.emit({
       kind: 'listening',
       url: `http://127.0.0.1:${9000 + this.launched.indexOf(entry)}`,
+      socketPath: null,
     });
     entry.emit({ kind: 'ready', schema: { inputs: [], outputs: [] }, memoryBytes: 0 });
   }

@@ -3,7 +3,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
@@ -120,6 +120,18 @@ test('an XGBoost endpoint returns what XGBoost predicts, through the gateway, wi
       `row ${i}: ${output?.data[i]} vs ${p}`,
     );
   });
+  // The local backend's worker serves a Unix socket in its folder, the routing snapshot
+  // names it, and the request above went there: the worker has a connection on it.
+  const snapshot = (await call(platform.url, 'GET', '/api/v1/routing/snapshot?waitMs=0')).body as {
+    endpoints: { name: string; replicas: { socketPath?: string }[] }[];
+  };
+  const socketPath =
+    snapshot.endpoints.find((e) => e.name === 'fraud')?.replicas[0]?.socketPath ?? '';
+  assert.ok(socketPath.endsWith('/channel.sock'), JSON.stringify(snapshot));
+  assert.ok(statSync(socketPath).isSocket());
+  // Linux lists an accepted connection under its listener's path: two lines or more.
+  const unixSockets = readFileSync('/proc/net/unix', 'utf8').split('\n');
+  assert.ok(unixSockets.filter((line) => line.endsWith(` ${socketPath}`)).length >= 2);
 });
 
 test('an ONNX endpoint returns what PyTorch computed', async () => {

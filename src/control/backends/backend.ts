@@ -6,10 +6,15 @@ import type { ModelSchema } from '../../core/tensor.ts';
 import type { WorkerSpec } from '../../worker/worker-spec.ts';
 
 /** A worker spec without the parts the backend chooses (where it listens, its folder). */
-export type ReplicaLaunch = Omit<WorkerSpec, 'host' | 'port' | 'workDir'>;
+export type ReplicaLaunch = Omit<WorkerSpec, 'host' | 'port' | 'workDir' | 'channelSocket'>;
 
 export type ReplicaEvent =
-  | { readonly kind: 'listening'; readonly url: string }
+  | {
+      readonly kind: 'listening';
+      readonly url: string;
+      /** A Unix socket on the gateway's host serving the same routes, if the replica has one. */
+      readonly socketPath: string | null;
+    }
   | { readonly kind: 'ready'; readonly schema: ModelSchema; readonly memoryBytes: number }
   | { readonly kind: 'failed'; readonly reason: string }
   | { readonly kind: 'exited'; readonly code: number | null; readonly signal: string | null };

@@ -10,10 +10,23 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import type { WorkerEvent, WorkerSpec } from '../../../worker/worker-spec.ts';
+import {
+  maxSocketPathBytes,
+  type WorkerEvent,
+  type WorkerSpec,
+} from '../../../worker/worker-spec.ts';
 import type { Backend, ReplicaEvent, ReplicaHandle, ReplicaLaunch } from '../backend.ts';
 
 const workerEntry = fileURLToPath(new URL('../../../worker/main.ts', import.meta.url));
+
+/**
+ * The replica's Unix socket: in its private folder, or none where that path is too long for a
+ * socket (a deep home): the gateway then reaches the worker over loopback TCP.
+ */
+export function channelSocketPath(workDir: string): string | null {
+  const path = join(workDir, 'channel.sock');
+  return Buffer.byteLength(path) <= maxSocketPathBytes ? path : null;
+}
 
 export interface LocalBackendOptions {
   /** <home>/run: replica folders go under replicas/. */
@@ -34,6 +47,7 @@ export class LocalBackend implements Backend {
       host: this.options.host ?? '127.0.0.1',
       port: 0,
       workDir,
+      channelSocket: channelSocketPath(workDir),
     };
     mkdirSync(workDir, { recursive: true });
     const specPath = join(workDir, 'spec.json');
@@ -57,7 +71,7 @@ export class LocalBackend implements Backend {
       }
       switch (event.event) {
         case 'listening':
-          onEvent({ kind: 'listening', url: event.url });
+          onEvent({ kind: 'listening', url: event.url, socketPath: event.socketPath ?? null });
           break;
         case 'ready':
           onEvent({
