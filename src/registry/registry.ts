@@ -4,6 +4,7 @@
 // the reconciler).
 
 import { kilnError } from '../core/errors.ts';
+import { ReadWriteLock } from '../core/rw-lock.ts';
 import type { NewModel, Store } from '../store/store.ts';
 import type { ArtifactStore, GcResult } from './artifact-store.ts';
 import { checkArtifactPaths } from './artifact-paths.ts';
@@ -47,6 +48,16 @@ export interface VerifyResult {
 }
 
 export class Registry {
+  /**
+   * Registrations hold it shared from checking their blobs until their version is recorded;
+   * gc holds it alone. Without it, a gc could delete an old unreferenced blob that a version
+   * being registered has just found present (clients do not upload blobs the store already
+   * holds, so the blob's age does not protect it), and the version would name a missing blob.
+   * One control-plane process owns the artifact store; several (PostgreSQL) will need the
+   * database's advisory lock instead.
+   */
+  private readonly blobUse = new ReadWriteLock();
+
   constructor(
     readonly store: Store,
     readonly artifacts: ArtifactStore,
@@ -97,6 +108,16 @@ export class Registry {
         reason: 'the artifact has no files',
       });
     }
+    return this.blobUse.read(() => this.recordVersion(model, createModel, files, request));
+  }
+
+  /** registerVersion's checks of the bytes and the store transaction, under `blobUse`. */
+  private async recordVersion(
+    model: Pick<Model, 'name' | 'team'>,
+    createModel: NewModel | undefined,
+    files: readonly ManifestFile[],
+    request: RegisterVersionRequest,
+  ): Promise<ModelVersion> {
     await this.checkBlobs(files);
     await this.refusePickles(files);
     if (request.schema !== undefined) checkSchema(request.schema);
@@ -256,11 +277,13 @@ export class Registry {
   // ---------------------------------------------------------------- garbage collection
 
   async collectGarbage(options: { dryRun: boolean; graceSeconds: number }): Promise<GcResult> {
-    const live = await this.store.liveBlobDigests();
-    return this.artifacts.gc(live, {
-      dryRun: options.dryRun,
-      graceMs: options.graceSeconds * 1000,
-      liveNow: () => this.store.liveBlobDigests(),
+    return this.blobUse.write(async () => {
+      const live = await this.store.liveBlobDigests();
+      return this.artifacts.gc(live, {
+        dryRun: options.dryRun,
+        graceMs: options.graceSeconds * 1000,
+        liveNow: () => this.store.liveBlobDigests(),
+      });
     });
   }
 }
