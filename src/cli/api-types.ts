@@ -154,7 +154,8 @@ export interface DeployBody {
   model: string;
   version?: number;
   alias?: string;
-  replicas: number;
+  /** Absent: 1 (the API's default). */
+  replicas?: number;
   team?: string;
   config: EndpointConfig;
 }

@@ -185,6 +185,17 @@ void test('deploy --wait an ONNX model on two replicas, with runtime settings', 
     graphOptimizationLevel: 'all',
     maxBodyBytes: 65536,
   });
+  // Deploying again with one setting changes that setting only: still two replicas, the
+  // runtime settings kept, batching on with the queue given and the platform's defaults.
+  const updated = await json<Endpoint>(['deploy', 'mlp', '--endpoint', 'mlp', '--queue', '64']);
+  assert.equal(updated.replicas, 2);
+  assert.deepEqual(updated.config, {
+    intraOpThreads: 1,
+    interOpThreads: 1,
+    graphOptimizationLevel: 'all',
+    maxBodyBytes: 65536,
+    batching: { maxBatchSize: 32, maxDelayMicros: 0, maxQueue: 64 },
+  });
 });
 
 void test('endpoints list and show', async () => {

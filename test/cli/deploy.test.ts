@@ -6,7 +6,12 @@ import assert from 'node:assert/strict';
 import { parseVersionRef } from '../../src/cli/arguments.ts';
 import type { Endpoint, EndpointStatus, ReplicaStatus } from '../../src/cli/api-types.ts';
 import { CliError } from '../../src/cli/errors.ts';
-import { allReplicasReady, deployBody, waitUntilReady } from '../../src/cli/commands/deploy.ts';
+import {
+  allReplicasReady,
+  deployBody,
+  keepCurrent,
+  waitUntilReady,
+} from '../../src/cli/commands/deploy.ts';
 import {
   apiKeysTable,
   createdApiKeyText,
@@ -54,12 +59,11 @@ function endpoint(status: Partial<EndpointStatus> = {}, replicas = 1): Endpoint 
   };
 }
 
-const defaults = { endpoint: 'fraud', replicas: 1 };
+const defaults = { endpoint: 'fraud' };
 
 void test('deploy body: MODEL = latest, MODEL:N = version, MODEL@A = alias', () => {
   assert.deepEqual(deployBody(parseVersionRef('fraud-xgb'), defaults), {
     model: 'fraud-xgb',
-    replicas: 1,
     config: {},
   });
   assert.deepEqual(deployBody(parseVersionRef('fraud-xgb:3'), { ...defaults, replicas: 2 }), {
@@ -71,7 +75,6 @@ void test('deploy body: MODEL = latest, MODEL:N = version, MODEL@A = alias', () 
   assert.deepEqual(deployBody(parseVersionRef('fraud-xgb@champion'), defaults), {
     model: 'fraud-xgb',
     alias: 'champion',
-    replicas: 1,
     config: {},
   });
   for (const bad of ['fraud:x', 'fraud:0', ':3', 'fraud@', 'a:1@b']) {
@@ -95,7 +98,6 @@ void test('deploy body: serving flags land in config, absent ones are omitted', 
   assert.deepEqual(body, {
     model: 'mlp',
     version: 1,
-    replicas: 1,
     team: 'vision',
     config: {
       intraOpThreads: 4,
@@ -107,6 +109,62 @@ void test('deploy body: serving flags land in config, absent ones are omitted', 
   assert.deepEqual(deployBody(parseVersionRef('mlp'), { ...defaults, threads: 0 }).config, {
     intraOpThreads: 0,
   });
+});
+
+void test('redeploying keeps what the command line does not give: replicas, team, settings', () => {
+  const current: Endpoint = {
+    ...endpoint({}, 3),
+    team: 'risk',
+    config: {
+      intraOpThreads: 2,
+      timeoutMs: 100,
+      batching: { maxBatchSize: 64, maxDelayMicros: 500, preferredBatchSizes: [16], maxQueue: 256 },
+    },
+  };
+  // A version swap alone changes the version only.
+  assert.deepEqual(keepCurrent(deployBody(parseVersionRef('fraud-xgb:4'), defaults), current), {
+    model: 'fraud-xgb',
+    version: 4,
+    replicas: 3,
+    team: 'risk',
+    config: current.config,
+  });
+  // Flags given win; a batching flag changes that field of the current batching only.
+  const body = keepCurrent(
+    deployBody(parseVersionRef('fraud-xgb'), {
+      ...defaults,
+      replicas: 1,
+      team: 'fraud',
+      queue: 512,
+      maxConcurrency: 10,
+    }),
+    current,
+  );
+  assert.deepEqual(body, {
+    model: 'fraud-xgb',
+    replicas: 1,
+    team: 'fraud',
+    config: {
+      intraOpThreads: 2,
+      timeoutMs: 100,
+      maxConcurrency: 10,
+      batching: { maxBatchSize: 64, maxDelayMicros: 500, preferredBatchSizes: [16], maxQueue: 512 },
+    },
+  });
+  // --no-batching turns it off; batching flags on an endpoint without batching start afresh
+  // (the platform fills the rest from its defaults).
+  assert.equal(
+    keepCurrent(deployBody(parseVersionRef('m'), { ...defaults, batching: false }), current).config
+      .batching,
+    null,
+  );
+  const off: Endpoint = { ...current, config: { batching: null } };
+  assert.deepEqual(
+    keepCurrent(deployBody(parseVersionRef('m'), { ...defaults, maxBatch: 8 }), off).config,
+    { batching: { maxBatchSize: 8 } },
+  );
+  // The current config object is not modified.
+  assert.equal(current.config.batching?.maxQueue, 256);
 });
 
 void test('--wait polls until ready, every interval, without sleeping past the deadline', async () => {

@@ -4,7 +4,13 @@
 // --preferred-batch, --queue) turn batching on with those settings (the platform fills the
 // rest); --no-batching turns it off; neither leaves the runtime's default.
 //
-//   PUT /api/v1/endpoints/{name} ─► print summary ─► [--wait: GET every 250 ms until ready]
+// Updating an endpoint changes only what the command line gives: replicas, team and serving
+// settings not given are the endpoint's current ones. (The API's PUT replaces the whole
+// endpoint; swapping a version with `kiln deploy m:2 --endpoint e` must not also scale a
+// 3-replica endpoint down to 1 or drop its batching settings.)
+//
+//   GET the endpoint (404: a new one) ─► merge ─► PUT /api/v1/endpoints/{name}
+//     ─► print summary ─► [--wait: GET every 250 ms until ready]
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidArgumentError, Option, type Command } from 'commander';
@@ -25,7 +31,8 @@ import { deploySummary, notReadyReason, readinessText } from './endpoints-render
 
 export interface DeployOptions {
   readonly endpoint: string;
-  readonly replicas: number;
+  /** Absent: the endpoint's current count, or 1 for a new endpoint. */
+  readonly replicas?: number;
   readonly team?: string;
   readonly threads?: number;
   readonly interOpThreads?: number;
@@ -53,8 +60,15 @@ export function registerDeployCommand(program: Command): void {
     .description('serve a model version on an endpoint (created, or updated in place)')
     .argument('<ref>', 'MODEL (latest version), MODEL:VERSION or MODEL@ALIAS')
     .requiredOption('--endpoint <name>', 'endpoint name (its URL never changes)')
-    .option('--replicas <n>', 'number of worker processes', integerOption(0), 1)
-    .option('--team <team>', "team that owns the endpoint (default: the model's team)")
+    .option(
+      '--replicas <n>',
+      'number of worker processes (default: unchanged; 1 for a new endpoint)',
+      integerOption(0),
+    )
+    .option(
+      '--team <team>',
+      "team that owns the endpoint (default: unchanged; the model's team for a new one)",
+    )
     .option('--threads <n>', 'onnx: intra-op threads per replica (0 = default)', integerOption(0))
     .option('--inter-op-threads <n>', 'onnx: inter-op threads per replica', integerOption(0))
     .addOption(
@@ -90,9 +104,14 @@ export function registerDeployCommand(program: Command): void {
     .option('--timeout-s <seconds>', 'with --wait: give up after this long', integerOption(1), 120)
     .option('--json', 'print the endpoint as JSON')
     .action(async (text: string, options: DeployOptions, command: Command) => {
-      const body = deployBody(parseVersionRef(text), options);
+      const given = deployBody(parseVersionRef(text), options);
       await withClient(command, async (client) => {
         const path = apiPath('endpoints', options.endpoint);
+        const current = await client.get<Endpoint>(path).catch((error: unknown) => {
+          if (error instanceof CliError && error.code === 'KILN_ENDPOINT_NOT_FOUND') return null;
+          throw error;
+        });
+        const body = current === null ? given : keepCurrent(given, current);
         let endpoint = await client.put<Endpoint>(path, body);
         if (options.json !== true) writeOut(deploySummary(endpoint));
         if (options.wait === true) {
@@ -108,9 +127,36 @@ export function registerDeployCommand(program: Command): void {
     });
 }
 
+/**
+ * The PUT body for an endpoint that exists: what the command line gave, and for the rest the
+ * endpoint's current replicas, team and config. Batching settings given merge into the
+ * current batching object (`--queue 512` keeps the current batch size).
+ */
+export function keepCurrent(given: DeployBody, current: Endpoint): DeployBody {
+  const config: EndpointConfig = { ...(current.config as EndpointConfig), ...given.config };
+  const now = current.config.batching;
+  if (given.config.batching !== undefined && given.config.batching !== null && now != null) {
+    const merged: BatchingSettings = {
+      maxBatchSize: now.maxBatchSize,
+      maxDelayMicros: now.maxDelayMicros,
+      maxQueue: now.maxQueue,
+    };
+    if (now.preferredBatchSizes !== undefined)
+      merged.preferredBatchSizes = [...now.preferredBatchSizes];
+    config.batching = Object.assign(merged, given.config.batching);
+  }
+  return {
+    ...given,
+    replicas: given.replicas ?? current.replicas,
+    team: given.team ?? current.team,
+    config,
+  };
+}
+
 /** The PUT body: version or alias from the reference (neither = latest); absent flags omitted. */
 export function deployBody(ref: VersionRef, options: Omit<DeployOptions, 'timeoutS'>): DeployBody {
-  const body: DeployBody = { model: ref.model, replicas: options.replicas, config: {} };
+  const body: DeployBody = { model: ref.model, config: {} };
+  if (options.replicas !== undefined) body.replicas = options.replicas;
   switch (ref.kind) {
     case 'latest':
       break;
