@@ -109,9 +109,11 @@ function inside(modelDir: string, file: string): string | null {
 function runtimeSpecs(p: TreePredictor, schema: ModelSchema | null): TreeRuntimeSpecs | string {
   const f = p.numFeatures;
   const k = p.numOutputs;
-  const outputShape = k === 1 ? [-1] : [-1, k];
   const declaredInput = schema?.inputs[0];
   const declaredOutput = schema?.outputs[0];
+  // One value a row is [N] unless the schema declares a column ([-1, 1]): the answers then
+  // have the shape the model's metadata promises.
+  const outputShape = k !== 1 ? [-1, k] : declaredOutput?.shape.length === 2 ? [-1, 1] : [-1];
   if (schema !== null && (schema.inputs.length > 1 || schema.outputs.length > 1)) {
     return `a ${p.library} model takes one input and gives one output; the declared schema has ${schema.inputs.length} inputs and ${schema.outputs.length} outputs`;
   }

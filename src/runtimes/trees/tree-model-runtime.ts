@@ -112,7 +112,10 @@ export class TreeModelRuntime implements ModelRuntime {
         message: error instanceof Error ? error.message : String(error),
       };
     }
-    const shape = columns === 1 ? [rows.numRows] : [rows.numRows, columns];
+    const shape =
+      columns === 1 && this.specs.output.shape.length === 1
+        ? [rows.numRows]
+        : [rows.numRows, columns];
     const output: Tensor = { name: outputName, datatype: this.specs.output.datatype, shape, data };
     return { ok: true, outputs: [output] };
   }

@@ -208,6 +208,29 @@ void test('names, datatypes and shapes come from the declared schema, which must
   );
   assert.equal(out.name, 'probability');
   assert.ok(out.data instanceof Float64Array);
+  assert.deepEqual(out.shape, [1]);
+  // A declared column ([-1, 1] or [-1, -1]) is what the answers have, not [N]: the same
+  // values as the model's own [N] answer.
+  const threeRows = { inputs: [input(new Float32Array(24), [3, 8], 'FP32', 'features')] };
+  const plain = outputOf(
+    await (
+      await loadRuntime('xgb-binary-logistic.json')
+    ).infer({ inputs: [input(new Float32Array(24), [3, 8])] }),
+  );
+  assert.deepEqual(plain.shape, [3]);
+  for (const declaredShape of [
+    [-1, 1],
+    [-1, -1],
+  ]) {
+    const column = await loadRuntime('xgb-binary-logistic.json', {
+      ...schema,
+      outputs: [{ name: 'probability', datatype: 'FP32', shape: declaredShape }],
+    });
+    assert.deepEqual(column.outputs[0]?.shape, [-1, 1]);
+    const rows = outputOf(await column.infer(threeRows));
+    assert.deepEqual(rows.shape, [3, 1]);
+    assert.deepEqual(Array.from(rows.data as Float32Array), Array.from(plain.data as Float32Array));
+  }
   const misfits: [ModelSchema, RegExp][] = [
     [
       { ...schema, inputs: [{ name: 'x', datatype: 'FP32', shape: [-1, 7] }] },
