@@ -1,7 +1,7 @@
 // Prometheus metrics of one worker process (its own registry, exposed at /metrics).
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { BatcherHooks } from './batching/dynamic-batcher.ts';
+import type { InferBatcherHooks } from './batching/infer-batcher.ts';
 
 type Series = 'endpoint' | 'version';
 
@@ -96,15 +96,19 @@ export class WorkerMetrics {
     });
   }
 
-  /** The batcher's hooks, feeding the queue depth, batch size and execution series. */
-  batcherHooks(labels: Record<Series, string>): BatcherHooks {
+  /**
+   * The batcher's hooks, feeding the queue depth, batch size and execution series. Executions
+   * are counted as the model runs, so a batch rerun request by request (it failed joined,
+   * or the model cannot join rows) counts each run with its own rows.
+   */
+  batcherHooks(labels: Record<Series, string>): InferBatcherHooks {
     // Children bound to the labels once: no label hashing per batch.
     const depth = this.queueDepth.labels(labels);
     const executions = this.executions.labels(labels);
     const batchSize = this.batchSize.labels(labels);
     return {
       onQueueDepth: (queued) => depth.set(queued),
-      onBatch: (_requests, rows) => {
+      onExecution: (rows) => {
         executions.inc();
         batchSize.observe(rows);
       },

@@ -24,8 +24,14 @@ import {
 
 export type InferBatcher = DynamicBatcher<InferRequest, InferOutcome>;
 
+/** The batcher's hooks, and one for every model execution (a rerun alone counts too). */
+export interface InferBatcherHooks extends BatcherHooks {
+  /** The model is about to run once, on `rows` rows. */
+  onExecution?(rows: number): void;
+}
+
 export interface InferBatcherOptions {
-  readonly hooks?: BatcherHooks;
+  readonly hooks?: InferBatcherHooks;
   readonly clock?: BatcherClock;
   readonly scheduler?: BatcherScheduler;
 }
@@ -38,7 +44,8 @@ export function createInferBatcher(
   const joinable = joinsAlongRows(runtime);
   return new DynamicBatcher<InferRequest, InferOutcome>({
     config,
-    executor: (requests) => runBatch(runtime, requests, joinable),
+    executor: (requests) =>
+      runBatch(runtime, requests, joinable, options.hooks?.onExecution?.bind(options.hooks)),
     clock: options.clock ?? monotonicClock,
     scheduler: options.scheduler ?? timerScheduler,
     ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
@@ -59,10 +66,20 @@ export function joinsAlongRows(runtime: Pick<ModelRuntime, 'inputs' | 'outputs'>
  * rows (`joinable`), else one by one; one outcome per request, in order.
  */
 export async function runBatch(
-  runtime: Pick<ModelRuntime, 'infer'>,
+  model: Pick<ModelRuntime, 'infer'>,
   requests: readonly InferRequest[],
   joinable = true,
+  onExecution?: (rows: number) => void,
 ): Promise<InferOutcome[]> {
+  const runtime =
+    onExecution === undefined
+      ? model
+      : {
+          infer(request: InferRequest): Promise<InferOutcome> {
+            onExecution(request.inputs[0]?.shape[0] ?? 1);
+            return model.infer(request);
+          },
+        };
   if (requests.length === 1 || !joinable) return eachAlone(runtime, requests);
   let outcome: InferOutcome;
   try {

@@ -162,8 +162,13 @@ void test('runBatch: one execution for the batch, each request gets its own rows
 
 void test('runBatch: a failing batch reruns each request alone, so one bad request fails only itself', async () => {
   const runtime = doubler();
-  const outcomes = await runBatch(runtime, [req(1), req(Number.NaN), req(2)]);
+  const executions: number[] = [];
+  const outcomes = await runBatch(runtime, [req(1), req(Number.NaN), req(2)], true, (rows) =>
+    executions.push(rows),
+  );
   assert.deepEqual(runtime.calls, [3, 1, 1, 1]);
+  // Every run is reported with its rows, the reruns too (they are what the metrics count).
+  assert.deepEqual(executions, [3, 1, 1, 1]);
   assert.deepEqual(
     outcomes.map((o) => o.ok),
     [true, false, true],
@@ -194,8 +199,15 @@ void test('runBatch: a model whose outputs are not all batched is never joined',
   assert.equal(joinsAlongRows({ ...model, outputs: [model.outputs[0]!] }), true);
   assert.equal(joinsAlongRows({ ...model, outputs: [{ ...model.outputs[0]!, shape: [] }] }), false);
   const runtime = doubler();
-  const outcomes = await runBatch(runtime, [req(1), req(2), req(3)], joinsAlongRows(model));
+  const executions: number[] = [];
+  const outcomes = await runBatch(
+    runtime,
+    [req(1), req(2), req(3)],
+    joinsAlongRows(model),
+    (rows) => executions.push(rows),
+  );
   assert.deepEqual(runtime.calls, [1, 1, 1]);
+  assert.deepEqual(executions, [1, 1, 1]);
   assert.deepEqual(
     outcomes.map((o) => (o.ok ? [...(o.outputs[0]?.data as Float32Array)] : o.message)),
     [[2], [4], [6]],
