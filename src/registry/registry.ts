@@ -53,8 +53,8 @@ export class Registry {
    * gc holds it alone. Without it, a gc could delete an old unreferenced blob that a version
    * being registered has just found present (clients do not upload blobs the store already
    * holds, so the blob's age does not protect it), and the version would name a missing blob.
-   * One control-plane process owns the artifact store; several (PostgreSQL) will need the
-   * database's advisory lock instead.
+   * In-process only: a second platform process on the same home (it may register; the
+   * store numbers versions across processes) is not covered; see ARCHITECTURE.md (State).
    */
   private readonly blobUse = new ReadWriteLock();
 
