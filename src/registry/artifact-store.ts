@@ -9,7 +9,7 @@
 // re-hashes the bytes and refuses a mismatch: the disk is not trusted after the fact.
 
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync, rmSync } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
@@ -85,6 +85,11 @@ export class ArtifactStore {
   blobPath(sha256: string): string {
     if (!isSha256(sha256)) throw kilnError('KILN_INVALID_DIGEST', { digest: sha256 });
     return join(this.root, 'blobs', 'sha256', sha256.slice(0, 2), sha256);
+  }
+
+  /** Whether the blob is stored (synchronous: for checks inside a store transaction). */
+  hasSync(sha256: string): boolean {
+    return existsSync(this.blobPath(sha256));
   }
 
   /** Size of the stored blob, or null if absent. */
@@ -268,6 +273,13 @@ export class ArtifactStore {
        * blobs the store already holds, so its age says nothing).
        */
       liveNow?: () => Promise<ReadonlySet<string>>;
+      /**
+       * Runs the deciding and deleting synchronously under the store's write lock
+       * (Store.withLiveBlobDigests), given the referenced digests read under it: then no
+       * version, in any process, can start naming a blob between that read and its removal.
+       * Replaces `liveNow`.
+       */
+      underLock?: <T>(work: (live: ReadonlySet<string>) => T) => Promise<T>;
     },
   ): Promise<GcResult> {
     const now = this.clock.now();
@@ -287,17 +299,23 @@ export class ArtifactStore {
         candidates.push({ path, name, size: info.size });
       }
     }
-    const stillLive = options.liveNow === undefined ? live : await options.liveNow();
     let removedBlobs = 0;
     let removedBytes = 0;
-    for (const candidate of candidates) {
-      if (stillLive.has(candidate.name)) {
-        keptBlobs += 1;
-        continue;
-      }
-      removedBlobs += 1;
-      removedBytes += candidate.size;
-      if (!options.dryRun) await rm(candidate.path, { force: true });
+    const decide = (stillLive: ReadonlySet<string>): typeof candidates => {
+      const doomed = candidates.filter((candidate) => !stillLive.has(candidate.name));
+      keptBlobs += candidates.length - doomed.length;
+      removedBlobs += doomed.length;
+      for (const candidate of doomed) removedBytes += candidate.size;
+      return doomed;
+    };
+    if (options.underLock !== undefined) {
+      await options.underLock((stillLive) => {
+        const doomed = decide(stillLive);
+        if (!options.dryRun) for (const { path } of doomed) rmSync(path, { force: true });
+      });
+    } else {
+      const doomed = decide(options.liveNow === undefined ? live : await options.liveNow());
+      if (!options.dryRun) for (const { path } of doomed) await rm(path, { force: true });
     }
     if (!options.dryRun) {
       const tmp = join(this.root, 'tmp');

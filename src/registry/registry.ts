@@ -53,8 +53,8 @@ export class Registry {
    * gc holds it alone. Without it, a gc could delete an old unreferenced blob that a version
    * being registered has just found present (clients do not upload blobs the store already
    * holds, so the blob's age does not protect it), and the version would name a missing blob.
-   * In-process only: a second platform process on the same home (it may register; the
-   * store numbers versions across processes) is not covered; see ARCHITECTURE.md (State).
+   * In-process; across processes on one home the store's write lock does the same (gc
+   * deletes under Store.withLiveBlobDigests, the insert re-checks its blobs).
    */
   private readonly blobUse = new ReadWriteLock();
 
@@ -153,7 +153,12 @@ export class Registry {
         external: request.external ?? null,
         signature: request.signature ?? null,
       },
-      createModel === undefined ? {} : { createModel },
+      {
+        ...(createModel === undefined ? {} : { createModel }),
+        // Again under the store's write lock: a gc in another platform process on this home
+        // may have deleted a blob since checkBlobs (ours holds blobUse; it cannot have).
+        check: () => this.requireBlobsNow(files),
+      },
     );
   }
 
@@ -170,13 +175,13 @@ export class Registry {
         });
       }
     }
-    if (missing.length > 0) {
-      throw kilnError(
-        'KILN_BLOB_MISSING',
-        { count: missing.length, paths: missing.slice(0, 5).join(', ') },
-        { paths: missing },
-      );
-    }
+    if (missing.length > 0) throw blobsMissing(missing);
+  }
+
+  /** checkBlobs' presence test, synchronous, for inside the store's transaction. */
+  private requireBlobsNow(files: readonly ManifestFile[]): void {
+    const missing = files.filter((f) => !this.artifacts.hasSync(f.sha256)).map((f) => f.path);
+    if (missing.length > 0) throw blobsMissing(missing);
   }
 
   private async refusePickles(files: readonly ManifestFile[]): Promise<void> {
@@ -282,10 +287,18 @@ export class Registry {
       return this.artifacts.gc(live, {
         dryRun: options.dryRun,
         graceMs: options.graceSeconds * 1000,
-        liveNow: () => this.store.liveBlobDigests(),
+        underLock: (work) => this.store.withLiveBlobDigests(work),
       });
     });
   }
+}
+
+function blobsMissing(paths: readonly string[]): Error {
+  return kilnError(
+    'KILN_BLOB_MISSING',
+    { count: paths.length, paths: paths.slice(0, 5).join(', ') },
+    { paths },
+  );
 }
 
 function checkSchema(schema: ModelSchema): void {

@@ -59,11 +59,14 @@ export interface Store {
    * `createModel`, a model that does not exist yet is created in the same transaction. With
    * `createModel`, a model created meanwhile by another caller under another team is
    * refused (KILN_MODEL_EXISTS): the caller checked its policy against the team it asked.
+   * `check` runs inside the transaction, with the write lock held and before anything is
+   * written; what it throws aborts the insert (the registry re-checks the version's blobs
+   * there, so a gc in another process cannot delete one between its check and the insert).
    */
   createVersion(
     model: string,
     version: NewVersion,
-    options?: { readonly createModel?: NewModel },
+    options?: { readonly createModel?: NewModel; readonly check?: () => void },
   ): Promise<ModelVersion>;
   getVersion(
     model: string,
@@ -90,6 +93,13 @@ export interface Store {
 
   /** Digests of every blob that a live (not deleted) version references. */
   liveBlobDigests(): Promise<ReadonlySet<string>>;
+  /**
+   * Runs `work` (synchronous) with the digests live versions reference, holding the write
+   * lock across processes: no version can be recorded until it returns. gc deletes blobs
+   * inside it, so a blob it deletes is one no version names, now or later (createVersion's
+   * `check` finds it gone).
+   */
+  withLiveBlobDigests<T>(work: (live: ReadonlySet<string>) => T): Promise<T>;
 
   addTrustedKey(key: Omit<TrustedKey, 'createdAt'>): Promise<TrustedKey>;
   getTrustedKey(keyId: string): Promise<TrustedKey | null>;

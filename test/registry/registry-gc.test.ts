@@ -1,6 +1,7 @@
 // gc and registration at the same time: a version being registered with a blob the store
 // already holds (old, unreferenced, so a gc candidate) either keeps its blob or is refused,
-// and never ends up naming a blob gc deleted.
+// and never ends up naming a blob gc deleted — within one platform process, and between two
+// on the same home (two registries on their own connections to one database here).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,23 +19,27 @@ import { until } from '../helpers/until.ts';
 
 const fixture = new URL('../../fixtures/registry/xgb-binary.json', import.meta.url).pathname;
 
-test('a gc started while a version is being registered waits for it and keeps its blob', async (t) => {
+/**
+ * A home with an old, never referenced blob (a registration that failed, say: with a grace
+ * period of 0 it is a gc candidate), and the database file.
+ */
+async function homeWithUnreferencedBlob() {
   const dir = await tempDir();
-  const sqlite = SqliteStore.open(join(dir, 'kiln.db'));
-  t.after(() => sqlite.close());
   const artifacts = new ArtifactStore(join(dir, 'artifacts'));
   await artifacts.init();
   const bytes = await readFile(fixture);
   const sha256 = createHash('sha256').update(bytes).digest('hex');
-  // Uploaded earlier and never referenced (a registration that failed, say): with a grace
-  // period of 0 it is a gc candidate.
   await artifacts.ingest(Readable.from([bytes]), sha256, { maxBytes: 1e9 });
+  const files = [{ path: 'model.json', size: bytes.length, sha256 }];
+  return { database: join(dir, 'kiln.db'), artifacts, sha256, files };
+}
 
-  // The store pauses the registration at its last step, the version's insert.
+/** `store`, with createVersion held until `release()`; `inserting()` once one is held. */
+function pauseInserts(store: Store) {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let inserting = false;
-  const store = new Proxy(sqlite, {
+  const paused = new Proxy(store, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver) as unknown;
       if (property !== 'createVersion' || typeof value !== 'function') return value;
@@ -44,15 +49,21 @@ test('a gc started while a version is being registered waits for it and keeps it
         return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
       };
     },
-  }) as Store;
-  const registry = new Registry(store, artifacts);
+  });
+  return { store: paused, release, inserting: () => inserting };
+}
+
+test('a gc started while a version is being registered waits for it and keeps its blob', async (t) => {
+  const { database, artifacts, sha256, files } = await homeWithUnreferencedBlob();
+  const sqlite = SqliteStore.open(database);
+  t.after(() => sqlite.close());
+  // The store pauses the registration at its last step, the version's insert.
+  const paused = pauseInserts(sqlite);
+  const registry = new Registry(paused.store, artifacts);
   await registry.createModel('m');
 
-  const registered = registry.registerVersion('m', {
-    format: 'xgboost',
-    files: [{ path: 'model.json', size: bytes.length, sha256 }],
-  });
-  await until(() => inserting, 'the registration reaching its insert');
+  const registered = registry.registerVersion('m', { format: 'xgboost', files });
+  await until(paused.inserting, 'the registration reaching its insert');
   let gcDone = false;
   const gc = registry.collectGarbage({ dryRun: false, graceSeconds: 0 }).then((result) => {
     gcDone = true;
@@ -61,7 +72,7 @@ test('a gc started while a version is being registered waits for it and keeps it
   // gc cannot delete while the registration holds the blob: it has not finished.
   await new Promise((resolve) => setTimeout(resolve, 50));
   assert.equal(gcDone, false);
-  release();
+  paused.release();
   const version = await registered;
   const result = await gc;
   assert.equal(version.files[0]?.sha256, sha256);
@@ -69,4 +80,31 @@ test('a gc started while a version is being registered waits for it and keeps it
   assert.ok(existsSync(artifacts.blobPath(sha256)));
   // And the version's bytes still verify.
   assert.equal((await registry.verifyVersion('m', version.version)).ok, true);
+});
+
+test('a gc by another process on the same home: the registration it raced is refused, not broken', async (t) => {
+  const { database, artifacts, files } = await homeWithUnreferencedBlob();
+  const first = SqliteStore.open(database);
+  const second = SqliteStore.open(database);
+  t.after(async () => {
+    await first.close();
+    await second.close();
+  });
+  // Process B's registration has checked its blob and is about to record the version...
+  const paused = pauseInserts(second);
+  const processA = new Registry(first, artifacts);
+  const processB = new Registry(paused.store, artifacts);
+  await processA.createModel('m');
+  const registered = processB.registerVersion('m', { format: 'xgboost', files });
+  await until(paused.inserting, 'the registration reaching its insert');
+  // ...when process A's gc (its own lock knows nothing of B) deletes the unreferenced blob.
+  const gc = await processA.collectGarbage({ dryRun: false, graceSeconds: 0 });
+  assert.equal(gc.removedBlobs, 1);
+  paused.release();
+  await assert.rejects(registered, (error: unknown) => {
+    assert.equal((error as { code?: string }).code, 'KILN_BLOB_MISSING');
+    return true;
+  });
+  // Nothing names the deleted blob: the model has no version.
+  assert.equal((await first.getModel('m'))?.latestVersion, null);
 });

@@ -243,9 +243,10 @@ export class SqliteStore implements Store {
   createVersion(
     model: string,
     input: NewVersion,
-    options: { readonly createModel?: NewModel } = {},
+    options: { readonly createModel?: NewModel; readonly check?: () => void } = {},
   ): Promise<ModelVersion> {
     const insert = this.db.transaction((): ModelVersion => {
+      options.check?.();
       const create = options.createModel;
       if (create !== undefined && this.modelRow(model) === undefined) {
         this.db
@@ -484,15 +485,23 @@ export class SqliteStore implements Store {
   }
 
   liveBlobDigests(): Promise<ReadonlySet<string>> {
-    return this.run(() => {
-      const rows = this.db
-        .prepare(
-          `SELECT DISTINCT f.sha256 FROM version_files f
-             JOIN model_versions v ON v.id = f.version_id WHERE v.deleted_at IS NULL`,
-        )
-        .all() as { sha256: string }[];
-      return new Set(rows.map((r) => r.sha256));
-    });
+    return this.run(() => this.liveDigests());
+  }
+
+  withLiveBlobDigests<T>(work: (live: ReadonlySet<string>) => T): Promise<T> {
+    // IMMEDIATE: the write lock is taken before the read, so no insert lands in between.
+    const locked = this.db.transaction((): T => work(this.liveDigests()));
+    return this.run(() => locked.immediate());
+  }
+
+  private liveDigests(): Set<string> {
+    const rows = this.db
+      .prepare(
+        `SELECT DISTINCT f.sha256 FROM version_files f
+           JOIN model_versions v ON v.id = f.version_id WHERE v.deleted_at IS NULL`,
+      )
+      .all() as { sha256: string }[];
+    return new Set(rows.map((r) => r.sha256));
   }
 
   // ---------------------------------------------------------------- signing
