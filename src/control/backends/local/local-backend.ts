@@ -1,12 +1,15 @@
 // The local backend: one worker OS process per replica, on loopback, so a crashing or leaking
 // model cannot take down the control plane, the gateway or other endpoints.
 //
-// Each worker gets a private folder <home>/run/replicas/<replica-id>/ holding its spec and
-// the verified copy of its model files, and reports its progress as JSON lines on stdout.
+// Each worker gets a private folder <home>/run/replicas/<replica-id>.<pid>/ holding its spec,
+// the verified copy of its model files and its channel socket, and reports its progress as
+// JSON lines on stdout. The platform's pid in the name keeps two platforms on one home apart
+// (replica ids are only unique within one platform), and tells a folder left by a platform
+// that died (removed at the next start) from one in use.
 
 import { fileURLToPath } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -28,10 +31,17 @@ export function channelSocketPath(workDir: string): string | null {
   return Buffer.byteLength(path) <= maxSocketPathBytes ? path : null;
 }
 
+/** A replica's private folder: its id and the pid of the platform that started it. */
+export function replicaFolder(runDir: string, replicaId: string, pid: number): string {
+  return join(runDir, 'replicas', `${replicaId}.${pid}`);
+}
+
 export interface LocalBackendOptions {
   /** <home>/run: replica folders go under replicas/. */
   readonly runDir: string;
   readonly host?: string;
+  /** This platform's pid, in its replica folders' names (tests give others). */
+  readonly pid?: number;
 }
 
 export class LocalBackend implements Backend {
@@ -41,7 +51,11 @@ export class LocalBackend implements Backend {
   constructor(private readonly options: LocalBackendOptions) {}
 
   start(launch: ReplicaLaunch, onEvent: (event: ReplicaEvent) => void): ReplicaHandle {
-    const workDir = join(this.options.runDir, 'replicas', launch.replicaId);
+    const workDir = replicaFolder(
+      this.options.runDir,
+      launch.replicaId,
+      this.options.pid ?? process.pid,
+    );
     const spec: WorkerSpec = {
       ...launch,
       host: this.options.host ?? '127.0.0.1',
@@ -131,12 +145,30 @@ export class LocalBackend implements Backend {
     );
   }
 
-  /** Ensures the run folder exists (called once at platform start). */
+  /**
+   * Ensures the run folder exists and removes replica folders left by platforms that are no
+   * longer running (called once at platform start).
+   */
   async init(): Promise<void> {
-    await mkdir(join(this.options.runDir, 'replicas'), { recursive: true });
+    const replicas = join(this.options.runDir, 'replicas');
+    await mkdir(replicas, { recursive: true });
+    for (const name of await readdir(replicas)) {
+      const owner = /\.(\d+)$/.exec(name)?.[1];
+      if (owner !== undefined && !processAlive(Number(owner)))
+        await rm(join(replicas, name), { recursive: true, force: true });
+    }
     await writeFile(
       join(this.options.runDir, 'README'),
       'Kiln worker replicas: spec and verified model copy per replica.\n',
     );
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: unknown }).code === 'EPERM'; // someone else's: alive
   }
 }
