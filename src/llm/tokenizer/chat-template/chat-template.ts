@@ -1,8 +1,9 @@
 // Chat templates (tokenizer_config.json's `chat_template`): a Jinja subset interpreter
 // sufficient for the Llama-2, Llama-3, ChatML, Zephyr and Mistral templates and others built
 // from the same parts: if/elif/else, for (with loop.index0/first/last/length…), set and
-// namespace(), filters (trim, length, tojson, …), `is defined`-style tests, slicing,
-// + / ~ concatenation, comparisons, and/or/not/in, raise_exception, whitespace control.
+// namespace(), filters (trim, length, tojson, select/reject/selectattr/rejectattr/map, …),
+// `is defined`-style tests, slicing, + / ~ concatenation, comparisons, and/or/not/in,
+// raise_exception, strftime_now (Llama-3.2's date line), whitespace control.
 // Rendering matches transformers' apply_chat_template (trim_blocks, lstrip_blocks).
 //
 // A template that uses anything else is refused when compiled, as
@@ -10,7 +11,7 @@
 // a type error) come back as values too.
 
 import type { Expr, TemplateNode } from './template-ast.ts';
-import { filters, globalFunctions, tests } from './template-builtins.ts';
+import { filters, globalFunctions, strftimeNow, tests } from './template-builtins.ts';
 import { lexTemplate } from './template-lexer.ts';
 import { parseTemplate } from './template-parser.ts';
 import { TemplateRuntimeError } from './python-values.ts';
@@ -49,9 +50,13 @@ export class ChatTemplate {
    * Renders with the given variables (JSON-like values: messages, add_generation_prompt,
    * bos_token, …) plus the global functions. Never throws for template behaviour.
    */
-  render(variables: Readonly<Record<string, unknown>>): RenderResult {
+  render(
+    variables: Readonly<Record<string, unknown>>,
+    options: { readonly now?: () => Date } = {},
+  ): RenderResult {
     const scope = new Map<string, unknown>();
     for (const fn of globalFunctions) scope.set(fn.name, fn);
+    scope.set('strftime_now', strftimeNow(options.now ?? (() => new Date())));
     for (const [name, value] of Object.entries(variables)) scope.set(name, value);
     try {
       return { ok: true, text: renderNodes(this.#nodes, scope) };

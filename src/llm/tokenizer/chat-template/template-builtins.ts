@@ -2,6 +2,7 @@
 // Python's behaviour (a filter applied to Undefined sees Jinja's Undefined: '' as text, 0 as
 // a length). Anything not listed here is refused as an unsupported template construct.
 
+import { pyCompare } from './python-operators.ts';
 import {
   asNumber,
   isDict,
@@ -135,6 +136,17 @@ export const filters: ReadonlyMap<string, Builtin> = new Map<string, Builtin>([
       return n === null || Number.isNaN(n) ? 0 : Math.trunc(n);
     },
   ],
+  ['select', (v, args) => iterate(v).filter((item) => passes(item, args))],
+  ['reject', (v, args) => iterate(v).filter((item) => !passes(item, args))],
+  [
+    'selectattr',
+    (v, args) => iterate(v).filter((item) => passes(attributeOf(item, args[0]), args.slice(1))),
+  ],
+  [
+    'rejectattr',
+    (v, args) => iterate(v).filter((item) => !passes(attributeOf(item, args[0]), args.slice(1))),
+  ],
+  ['map', mapFilter],
   [
     'abs',
     (v) => {
@@ -146,8 +158,46 @@ export const filters: ReadonlyMap<string, Builtin> = new Map<string, Builtin>([
   ],
 ]);
 
+/**
+ * select/reject and their attr forms: a test by name and its arguments (`reject('equalto',
+ * 'x')`), or with no test, the item's truth.
+ */
+function passes(value: unknown, testAndArgs: readonly unknown[]): boolean {
+  if (testAndArgs.length === 0) return truthy(value);
+  const name = testAndArgs[0];
+  const test = typeof name === 'string' ? tests.get(name) : undefined;
+  if (test === undefined)
+    throw new TemplateRuntimeError(`unsupported template: test "${pyStr(name)}"`);
+  return test(value, testAndArgs.slice(1));
+}
+
+/** map(attribute='x', default=…) takes an attribute of each item; map('f', …) applies a filter. */
+function mapFilter(
+  value: unknown,
+  args: readonly unknown[],
+  kwargs: ReadonlyMap<string, unknown>,
+): unknown[] {
+  const items = iterate(value);
+  if (kwargs.has('attribute')) {
+    if (args.length > 0)
+      throw new TemplateRuntimeError('map() takes an attribute or a filter, not both');
+    const attribute = kwargs.get('attribute');
+    return items.map((item) => {
+      const found = attributeOf(item, attribute);
+      return found === undefined && kwargs.has('default') ? kwargs.get('default') : found;
+    });
+  }
+  if (kwargs.has('default')) throw new TemplateRuntimeError('map(default=…) needs attribute=…');
+  const name = args[0];
+  const filter = typeof name === 'string' ? filters.get(name) : undefined;
+  if (filter === undefined)
+    throw new TemplateRuntimeError(`unsupported template: filter "${pyStr(name)}"`);
+  return items.map((item) => filter(item, args.slice(1), new Map()));
+}
+
 /** Keyword arguments each filter implements (any other is refused, not ignored). */
 export const filterKeywords: ReadonlyMap<string, readonly string[]> = new Map([
+  ['map', ['attribute', 'default']],
   ['tojson', ['indent']],
   ['join', ['d', 'attribute']],
   ['default', ['default_value', 'boolean']],
@@ -228,6 +278,13 @@ export const tests: ReadonlyMap<string, (value: unknown, args: readonly unknown[
     ['equalto', (v, args) => pyEquals(v, args[0])],
     ['eq', (v, args) => pyEquals(v, args[0])],
     ['ne', (v, args) => !pyEquals(v, args[0])],
+    ['in', (v, args) => pyCompare('in', v, args[0])],
+    ['lt', (v, args) => pyCompare('<', v, args[0])],
+    ['le', (v, args) => pyCompare('<=', v, args[0])],
+    ['gt', (v, args) => pyCompare('>', v, args[0])],
+    ['ge', (v, args) => pyCompare('>=', v, args[0])],
+    ['lessthan', (v, args) => pyCompare('<', v, args[0])],
+    ['greaterthan', (v, args) => pyCompare('>', v, args[0])],
   ]);
 
 /** `value.name(args)`: the str and dict methods templates call. */
@@ -322,3 +379,81 @@ export const globalFunctions: readonly TemplateFunction[] = [
     return out;
   }),
 ];
+
+const monthNames = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+];
+const dayNames = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
+
+/**
+ * Python's `datetime.strftime` for the directives chat templates use (Llama-3.2's
+ * `strftime_now("%d %b %Y")`), in local time as transformers' `datetime.now()` is, with the
+ * C locale's names. Any other directive is refused rather than printed wrong.
+ */
+export function strftime(date: Date, format: string): string {
+  const pad = (n: number, width = 2): string => String(n).padStart(width, '0');
+  return format.replace(/%(.)/gsu, (_match, directive: string) => {
+    const hours = date.getHours();
+    switch (directive) {
+      case 'd':
+        return pad(date.getDate());
+      case 'm':
+        return pad(date.getMonth() + 1);
+      case 'Y':
+        return String(date.getFullYear());
+      case 'y':
+        return pad(date.getFullYear() % 100);
+      case 'b':
+        return (monthNames[date.getMonth()] ?? '').slice(0, 3);
+      case 'B':
+        return monthNames[date.getMonth()] ?? '';
+      case 'a':
+        return (dayNames[date.getDay()] ?? '').slice(0, 3);
+      case 'A':
+        return dayNames[date.getDay()] ?? '';
+      case 'H':
+        return pad(hours);
+      case 'I':
+        return pad(hours % 12 === 0 ? 12 : hours % 12);
+      case 'p':
+        return hours < 12 ? 'AM' : 'PM';
+      case 'M':
+        return pad(date.getMinutes());
+      case 'S':
+        return pad(date.getSeconds());
+      case 'j': {
+        const startOfYear = new Date(date.getFullYear(), 0, 1);
+        const day = Math.round((dateOnly(date) - dateOnly(startOfYear)) / 86_400_000) + 1;
+        return pad(day, 3);
+      }
+      case '%':
+        return '%';
+      default:
+        throw new TemplateRuntimeError(`unsupported template: strftime directive %${directive}`);
+    }
+  });
+}
+
+function dateOnly(date: Date): number {
+  return Date.UTC(date.getFullYear(), date.getMonth(), date.getDate());
+}
+
+/** `strftime_now(format)`: the time of the render (transformers defines it the same way). */
+export function strftimeNow(now: () => Date): TemplateFunction {
+  return new TemplateFunction('strftime_now', (args) => {
+    if (typeof args[0] !== 'string')
+      throw new TemplateRuntimeError('strftime_now() needs a format string');
+    return strftime(now(), args[0]);
+  });
+}

@@ -144,12 +144,83 @@ for (const [name, source, expected, extra] of cases) {
   });
 }
 
+// select/reject/selectattr/rejectattr/map and strftime_now (Llama-3.1 and 3.2 templates use
+// them: `builtin_tools | reject('equalto', 'code_interpreter')`, `strftime_now("%d %b %Y")`).
+// Expected outputs rendered by Jinja2 3.1.2 with transformers' environment, strftime_now
+// fixed at 2026-03-07 15:04:05 local time.
+const toolMessages = [
+  { role: 'system', content: 'Be brief.' },
+  { role: 'user', content: ' Hi! ' },
+  {
+    role: 'assistant',
+    content: 'Hello.',
+    tool_calls: [{ function: { name: 'get_weather', arguments: { city: 'Paris' } } }],
+  },
+  { role: 'tool', content: 'sunny' },
+];
+const fixedNow = (): Date => new Date(2026, 2, 7, 15, 4, 5);
+
+for (const [source, expected] of [
+  [
+    "{{ ['a', 'code_interpreter', 'b'] | reject('equalto', 'code_interpreter') | join(', ') }}",
+    'a, b',
+  ],
+  [
+    "{{ [0, 1, '', 'x', none] | select | list }} {{ [1, 2, 3, 4] | select('odd') | list }} {{ [1, 2, 3] | reject('divisibleby', 3) | list }}",
+    "[1, 'x'] [1, 3] [1, 2]",
+  ],
+  [
+    "{{ messages | selectattr('role', 'equalto', 'user') | map(attribute='content') | join('|') }}",
+    ' Hi! ',
+  ],
+  [
+    "{{ messages | rejectattr('role', 'in', ['system', 'tool']) | map(attribute='role') | list }}",
+    "['user', 'assistant']",
+  ],
+  [
+    "{{ messages | selectattr('tool_calls', 'defined') | list | length }} {{ messages | selectattr('tool_calls') | map(attribute='tool_calls.0.function.name') | first }}",
+    '1 get_weather',
+  ],
+  [
+    "{{ messages | map(attribute='name', default='anon') | list }} {{ messages | map(attribute='role') | map('upper') | join(',') }}",
+    "['anon', 'anon', 'anon', 'anon'] SYSTEM,USER,ASSISTANT,TOOL",
+  ],
+  [
+    "{{ strftime_now('%d %b %Y') }}|{{ strftime_now('%a %y-%m-%d %H:%M:%S %I%p %j %%') }}",
+    '07 Mar 2026|Sat 26-03-07 15:04:05 03PM 066 %',
+  ],
+  [
+    "{%- set date_string = strftime_now('%d %b %Y') %}{{ 'Today Date: ' + date_string }}",
+    'Today Date: 07 Mar 2026',
+  ],
+] as const) {
+  test(`renders: ${source}`, () => {
+    const compiled = ChatTemplate.compile(source);
+    assert.ok(compiled.ok, JSON.stringify(compiled));
+    assert.deepEqual(compiled.template.render({ messages: toolMessages }, { now: fixedNow }), {
+      ok: true,
+      text: expected,
+    });
+  });
+}
+
+test('strftime_now: a directive outside the supported set is refused, not printed wrong', () => {
+  const compiled = ChatTemplate.compile("{{ strftime_now('%d %Z') }}");
+  assert.ok(compiled.ok);
+  assert.deepEqual(compiled.template.render({}, { now: fixedNow }), {
+    ok: false,
+    message: 'unsupported template: strftime directive %Z',
+  });
+});
+
 test('constructs outside the subset are refused as "unsupported template: …"', () => {
   for (const [source, construct] of [
     ['{% macro f() %}x{% endmacro %}', '{% macro %}'],
     ['{% raw %}x{% endraw %}', '{% raw %}'],
     ['{% set x %}block{% endset %}', 'block {% set %}…{% endset %}'],
-    ['{{ messages|map(attribute="role") }}', 'filter "map"'],
+    ['{{ messages|groupby("role") }}', 'filter "groupby"'],
+    ['{{ messages|map("nosuchfilter")|list }}', 'filter "nosuchfilter"'],
+    ['{{ messages|selectattr("role", "sameas", "x")|list }}', 'test "sameas"'],
     ['{{ x is sameas y }}', 'test "sameas"'],
     ['{% for m in messages recursive %}{% endfor %}', 'recursive for loops'],
     ['{% include "other.jinja" %}', '{% include %}'],
