@@ -18,6 +18,7 @@ import { LocalBackend } from './backends/local/local-backend.ts';
 import { registerDemoModels, deployDemoEndpoints } from './demo-models.ts';
 import { EndpointService } from './endpoints.ts';
 import { GatewayProcess } from './gateway-process.ts';
+import { lockHome } from './home-lock.ts';
 import { Reconciler } from './reconciler.ts';
 
 export interface PlatformOptions {
@@ -30,6 +31,12 @@ export interface PlatformOptions {
   readonly demo?: boolean;
   /** Start the gateway process (default true). */
   readonly gateway?: boolean;
+  /**
+   * Serve the registry API only: no endpoints, workers or gateway, and no hold on the home.
+   * For a process beside the platform that serves this home (the store is safe for writers
+   * in several processes; serving is not).
+   */
+  readonly apiOnly?: boolean;
   readonly gatewayHost?: string;
   /** Default 8000; 0 = any free port. */
   readonly gatewayPort?: number;
@@ -56,12 +63,20 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   const home = resolve(options.home);
   const clock = options.clock ?? systemClock;
   await mkdir(home, { recursive: true });
-  const store = SqliteStore.open(join(home, 'kiln.db'), { clock });
+  const apiOnly = options.apiOnly === true;
+  const lock = apiOnly ? null : lockHome(home);
+  let store: SqliteStore;
+  try {
+    store = SqliteStore.open(join(home, 'kiln.db'), { clock });
+  } catch (error) {
+    lock?.release();
+    throw error;
+  }
   const artifacts = new ArtifactStore(join(home, 'artifacts'), clock);
   await artifacts.init();
   const registry = new Registry(store, artifacts);
   const backend = new LocalBackend({ runDir: join(home, 'run') });
-  await backend.init();
+  if (!apiOnly) await backend.init();
   const reconciler = new Reconciler({
     store,
     registry,
@@ -69,7 +84,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     clock,
     auth: options.dev ? 'dev' : 'api-keys',
     // With a gateway, a replica is stopped only once the gateway holds a snapshot without it.
-    gatewayAcks: options.gateway !== false,
+    gatewayAcks: options.gateway !== false && !apiOnly,
   });
   let gatewayUrl = '';
   const endpoints = new EndpointService(registry, reconciler, () => gatewayUrl);
@@ -81,24 +96,25 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     await reconciler.close();
     await app?.close();
     await store.close();
+    lock?.release();
   };
   try {
-    if (options.demo === true) demoModels = await registerDemoModels(registry, home);
+    if (options.demo === true && !apiOnly) demoModels = await registerDemoModels(registry, home);
     app = await buildApiServer({
       registry,
       home,
       version: kilnVersion,
       maxUploadBytes: options.maxUploadBytes ?? defaultMaxUploadBytes,
       logger: options.logger ?? false,
-      serving: { endpoints, reconciler, gatewayUrl: () => gatewayUrl },
+      ...(apiOnly ? {} : { serving: { endpoints, reconciler, gatewayUrl: () => gatewayUrl } }),
     });
     await app.listen({ host: options.host, port: options.port });
-    reconciler.start();
+    if (!apiOnly) reconciler.start();
     const address = app.server.address();
     const port = typeof address === 'object' && address !== null ? address.port : options.port;
     const host = options.host.includes(':') ? `[${options.host}]` : options.host;
     const url = `http://${host}:${port}`;
-    if (options.gateway !== false) {
+    if (options.gateway !== false && !apiOnly) {
       gateway = new GatewayProcess({
         controlUrl: url,
         host: options.gatewayHost ?? options.host,

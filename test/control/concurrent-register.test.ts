@@ -1,5 +1,7 @@
 // Two real platform processes on one home register versions of the same model at the same
-// time: every request succeeds and the versions are exactly 1..N, no duplicate, no gap.
+// time: every request succeeds and the versions are exactly 1..N, no duplicate, no gap. The
+// second runs `--api-only` beside the first: one platform serves a home's endpoints, and a
+// second plain `kiln up` there is refused.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,10 +13,13 @@ import { tempDir } from '../helpers/temp-dir.ts';
 const root = new URL('../../', import.meta.url).pathname;
 const fixtures = `${root}fixtures/registry/`;
 
-async function startProcess(home: string): Promise<{ url: string; child: ChildProcess }> {
+async function startProcess(
+  home: string,
+  extra: readonly string[] = [],
+): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(
     process.execPath,
-    ['bin/kiln.js', 'up', '--port', '0', '--gateway-port', '0', '--home', home],
+    ['bin/kiln.js', 'up', '--port', '0', '--gateway-port', '0', '--home', home, ...extra],
     {
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -35,7 +40,7 @@ async function startProcess(home: string): Promise<{ url: string; child: ChildPr
 
 test('two processes registering versions of one model concurrently get distinct consecutive numbers', async (t) => {
   const home = await tempDir('kiln-concurrent-');
-  const [a, b] = await Promise.all([startProcess(home), startProcess(home)]);
+  const [a, b] = await Promise.all([startProcess(home), startProcess(home, ['--api-only'])]);
   t.after(() => {
     a.child.kill('SIGTERM');
     b.child.kill('SIGTERM');
@@ -67,4 +72,33 @@ test('two processes registering versions of one model concurrently get distinct 
     [model.latestVersion, model.versionCount],
     [perProcess * 2 + 2, perProcess * 2 + 2],
   );
+});
+
+test('a second kiln up on a served home is refused, naming the holder; --api-only has no endpoints', async (t) => {
+  const home = await tempDir('kiln-one-home-');
+  const a = await startProcess(home);
+  t.after(() => a.child.kill('SIGTERM'));
+  const second = spawn(
+    process.execPath,
+    ['bin/kiln.js', 'up', '--port', '0', '--gateway-port', '0', '--home', home],
+    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stderr = '';
+  second.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  // Refused at start; were it not, it would serve until killed.
+  const timer = setTimeout(() => second.kill('SIGKILL'), 30_000);
+  const code = await new Promise<number | null>((resolve) => second.on('exit', resolve));
+  clearTimeout(timer);
+  assert.equal(code, 1, stderr);
+  assert.match(
+    stderr,
+    new RegExp(`served by another platform \\(pid ${a.child.pid}\\) \\(KILN_HOME_IN_USE\\)`),
+  );
+  assert.match(stderr, /hint: stop it \(kill \d+\), use another --home, or add --api-only/);
+
+  const b = await startProcess(home, ['--api-only']);
+  t.after(() => b.child.kill('SIGTERM'));
+  assert.equal((await call(b.url, 'GET', '/api/v1/models')).status, 200);
+  assert.equal((await call(b.url, 'GET', '/api/v1/endpoints')).status, 404);
+  assert.equal((await call(a.url, 'GET', '/api/v1/endpoints')).status, 200);
 });

@@ -1,10 +1,13 @@
 // `kiln up`: run the platform in this process until SIGINT/SIGTERM. Prints exactly two
 // lines scripts and tests parse, `Kiln API listening on <url>` then `Kiln gateway listening
 // on <url>` (with --port 0 / --gateway-port 0 they carry the real ports), then, with --dev,
-// a few example commands.
+// a few example commands. One serving platform per home: a second `kiln up` on a home that
+// a live platform serves exits with KILN_HOME_IN_USE, unless --api-only (the registry API
+// alone, beside it: one line, `Kiln API listening on <url>`).
 
 import type { Command } from 'commander';
 import type { RunningPlatform } from '../../control/start-platform.ts';
+import { HomeInUseError } from '../../control/home-lock.ts';
 import { isKilnError } from '../../core/errors.ts';
 import { integerOption, parseNumber } from '../arguments.ts';
 import { homeOf } from '../context.ts';
@@ -17,6 +20,7 @@ interface UpOptions {
   readonly host: string;
   readonly dev?: boolean;
   readonly demo?: boolean;
+  readonly apiOnly?: boolean;
   readonly maxUploadBytes?: number;
 }
 
@@ -37,6 +41,10 @@ export function registerUpCommand(program: Command): void {
       'development mode: no API keys on the gateway; registers and serves demo models in an empty registry; prints examples',
     )
     .option('--no-demo', 'with --dev, do not register the demo models')
+    .option(
+      '--api-only',
+      'serve the registry API only (no endpoints, workers or gateway), e.g. beside the platform that serves this home',
+    )
     .option(
       '--max-upload-bytes <n>',
       'largest accepted blob upload (default: $KILN_MAX_UPLOAD_BYTES or the server default)',
@@ -60,6 +68,7 @@ export function registerUpCommand(program: Command): void {
           gatewayPort: options.gatewayPort,
           dev: options.dev === true,
           demo: options.dev === true && options.demo !== false,
+          apiOnly: options.apiOnly === true,
           ...(maxUploadBytes === undefined ? {} : { maxUploadBytes }),
         });
       } catch (error) {
@@ -68,7 +77,7 @@ export function registerUpCommand(program: Command): void {
       writeOut(`Kiln API listening on ${platform.url}\n`);
       if (platform.gatewayUrl !== '')
         writeOut(`Kiln gateway listening on ${platform.gatewayUrl}\n`);
-      if (options.dev === true) writeOut(devExamples(platform, home));
+      if (options.dev === true && options.apiOnly !== true) writeOut(devExamples(platform, home));
       await waitForSignal();
       await platform.close();
       // The platform's handles are closed; if a stray one lingers, do not hang on it.
@@ -103,6 +112,12 @@ function waitForSignal(): Promise<NodeJS.Signals> {
 function startError(error: unknown, host: string, apiPort: number): CliError {
   if (isKilnError(error))
     return new CliError(error.code, error.message, { hint: error.hint, cause: error });
+  if (error instanceof HomeInUseError) {
+    return new CliError(error.code, error.message, {
+      hint: `stop it (kill ${error.pid}), use another --home, or add --api-only to serve the registry API beside it`,
+      cause: error,
+    });
+  }
   const code = (error as { code?: unknown } | null)?.code;
   // Listen errors carry the port that failed: the API's or the gateway's.
   const failedPort = (error as { port?: unknown } | null)?.port;

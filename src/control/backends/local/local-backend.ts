@@ -13,6 +13,7 @@ import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { processAlive } from '../../home-lock.ts';
 import {
   maxSocketPathBytes,
   type WorkerEvent,
@@ -161,14 +162,5 @@ export class LocalBackend implements Backend {
       join(this.options.runDir, 'README'),
       'Kiln worker replicas: spec and verified model copy per replica.\n',
     );
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as { code?: unknown }).code === 'EPERM'; // someone else's: alive
   }
 }
