@@ -1,16 +1,18 @@
 // One serving platform per home. A second one on the same folder would run a second
 // reconciler over the same endpoints (every replica started twice) and a second gateway
-// beside the first. The platform that serves holds <home>/run/platform.lock (its pid,
-// created with O_EXCL); another start refuses while that process lives (`kiln up --api-only`
-// runs beside it without the lock: registry API only), and takes over a lock whose holder
-// died without removing it.
+// beside the first. The serving platform holds an exclusive SQLite lock on
+// <home>/run/platform.lock for as long as it lives — a file lock the OS drops when the process
+// ends, however it ends, so there is no stale lock to detect and no pid to trust — and writes
+// its pid beside it (platform.pid) for the message another start prints. `kiln up --api-only`
+// runs without it: the registry API alone.
 
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 
 export interface HomeLock {
   readonly path: string;
-  /** Removes the lock if it is still this holder's. */
+  /** Gives the home up (the OS does as much if the process dies). */
   release(): void;
 }
 
@@ -19,45 +21,50 @@ export class HomeInUseError extends Error {
   readonly code = 'KILN_HOME_IN_USE';
   constructor(
     readonly home: string,
-    readonly pid: number,
+    /** The holder's pid as it wrote it; null if it could not be read. */
+    readonly pid: number | null,
   ) {
-    super(`the Kiln home ${home} is served by another platform (pid ${pid})`);
+    super(
+      `the Kiln home ${home} is served by another platform${pid === null ? '' : ` (pid ${pid})`}`,
+    );
   }
 }
 
-export function lockHome(home: string, pid = process.pid): HomeLock {
-  const path = join(home, 'run', 'platform.lock');
-  mkdirSync(dirname(path), { recursive: true });
-  for (let attempt = 0; attempt < 2; attempt++) {
-    let fd: number;
-    try {
-      fd = openSync(path, 'wx', 0o600);
-    } catch (error) {
-      if ((error as { code?: unknown }).code !== 'EEXIST') throw error;
-      const holder = readHolder(path);
-      if (holder !== null && holder !== pid && processAlive(holder))
-        throw new HomeInUseError(home, holder);
-      // Its holder is gone (or it is unreadable: a crash mid-write): take it over.
-      rmSync(path, { force: true });
-      continue;
-    }
-    try {
-      writeSync(fd, `${pid}\n`);
-    } finally {
-      closeSync(fd);
-    }
-    return {
-      path,
-      release(): void {
-        if (readHolder(path) === pid) rmSync(path, { force: true });
-      },
-    };
+export function lockHome(home: string): HomeLock {
+  const dir = join(home, 'run');
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, 'platform.lock');
+  const pidPath = join(dir, 'platform.pid');
+  const db = new Database(path, { timeout: 0 });
+  try {
+    // Rollback-journal mode: EXCLUSIVE locks the file against every other connection, in
+    // this process or another, until the transaction ends — here, until release or exit.
+    db.pragma('journal_mode = DELETE');
+    db.exec('BEGIN EXCLUSIVE');
+  } catch (error) {
+    db.close();
+    if ((error as { code?: unknown }).code === 'SQLITE_BUSY')
+      throw new HomeInUseError(home, readPid(pidPath));
+    throw error;
   }
-  // Two starts raced for a stale lock and the other one won.
-  throw new HomeInUseError(home, readHolder(path) ?? 0);
+  writeFileSync(pidPath, `${process.pid}\n`);
+  let held = true;
+  return {
+    path,
+    release(): void {
+      if (!held) return;
+      held = false;
+      if (readPid(pidPath) === process.pid) rmSync(pidPath, { force: true });
+      try {
+        db.exec('ROLLBACK');
+      } finally {
+        db.close();
+      }
+    },
+  };
 }
 
-function readHolder(path: string): number | null {
+function readPid(path: string): number | null {
   try {
     const pid = Number(readFileSync(path, 'utf8').trim());
     return Number.isSafeInteger(pid) && pid > 0 ? pid : null;

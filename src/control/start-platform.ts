@@ -73,10 +73,16 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     throw error;
   }
   const artifacts = new ArtifactStore(join(home, 'artifacts'), clock);
-  await artifacts.init();
-  const registry = new Registry(store, artifacts);
   const backend = new LocalBackend({ runDir: join(home, 'run') });
-  if (!apiOnly) await backend.init();
+  try {
+    await artifacts.init();
+    if (!apiOnly) await backend.init();
+  } catch (error) {
+    await store.close();
+    lock?.release();
+    throw error;
+  }
+  const registry = new Registry(store, artifacts);
   const reconciler = new Reconciler({
     store,
     registry,
@@ -92,11 +98,14 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   let app: FastifyInstance | undefined;
   let gateway: GatewayProcess | undefined;
   const closeAll = async (): Promise<void> => {
-    await gateway?.stop();
-    await reconciler.close();
-    await app?.close();
-    await store.close();
-    lock?.release();
+    try {
+      await gateway?.stop();
+      await reconciler.close();
+      await app?.close();
+      await store.close();
+    } finally {
+      lock?.release();
+    }
   };
   try {
     if (options.demo === true && !apiOnly) demoModels = await registerDemoModels(registry, home);

@@ -158,6 +158,17 @@ void test('redeploying keeps what the command line does not give: replicas, team
       .batching,
     null,
   );
+  // A smaller maximum keeps only the preferred sizes that still fit (none: none kept).
+  assert.deepEqual(
+    keepCurrent(deployBody(parseVersionRef('m'), { ...defaults, maxBatch: 8 }), current).config
+      .batching,
+    { maxBatchSize: 8, maxDelayMicros: 500, maxQueue: 256 },
+  );
+  assert.deepEqual(
+    keepCurrent(deployBody(parseVersionRef('m'), { ...defaults, maxBatch: 16 }), current).config
+      .batching,
+    { maxBatchSize: 16, maxDelayMicros: 500, preferredBatchSizes: [16], maxQueue: 256 },
+  );
   const off: Endpoint = { ...current, config: { batching: null } };
   assert.deepEqual(
     keepCurrent(deployBody(parseVersionRef('m'), { ...defaults, maxBatch: 8 }), off).config,

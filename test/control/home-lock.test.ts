@@ -1,53 +1,72 @@
-// One serving platform per home: the lock refuses while its holder lives, takes over a lock
-// whose holder died, and is released only by its holder.
+// One serving platform per home: the lock is refused while another process holds it (or
+// this one), names the holder's pid, and is free again once the holder releases it or dies
+// however it dies (the OS drops the file lock: kill -9 leaves nothing stale).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { writeFile, mkdir } from 'node:fs/promises';
 import { HomeInUseError, lockHome } from '../../src/control/home-lock.ts';
+import { startPlatform } from '../../src/control/start-platform.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 
-/** A process that lives until killed: another platform, as far as the lock can tell. */
-function otherProcess() {
-  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], {
-    stdio: 'ignore',
-  });
+const moduleUrl = new URL('../../src/control/home-lock.ts', import.meta.url).href;
+
+/** Another process holding the home's lock until killed; resolves once it holds it. */
+async function otherHolder(home: string) {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      '-e',
+      `import(${JSON.stringify(moduleUrl)}).then((m) => { m.lockHome(${JSON.stringify(home)}); console.log('held'); setInterval(() => {}, 1000); });`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return { pid: child.pid ?? 0, stop: () => (child.kill('SIGKILL'), exited) };
+  await new Promise<void>((resolve, reject) => {
+    createInterface({ input: child.stdout }).once('line', () => resolve());
+    child.once('exit', (code) => reject(new Error(`the holder exited ${code}`)));
+  });
+  return { pid: child.pid ?? 0, kill: () => (child.kill('SIGKILL'), exited) };
 }
 
-test('a live holder keeps the home; a dead one’s lock is taken over', async (t) => {
-  const home = await tempDir();
-  const path = join(home, 'run', 'platform.lock');
-  const other = otherProcess();
-  t.after(() => other.stop());
-  const held = lockHome(home, other.pid);
-  assert.equal(readFileSync(path, 'utf8').trim(), String(other.pid));
-  assert.throws(
-    () => lockHome(home),
-    (error: unknown) =>
-      error instanceof HomeInUseError &&
-      error.code === 'KILN_HOME_IN_USE' &&
-      error.pid === other.pid &&
-      error.message.includes(home),
-  );
+const refusedBy = (pid: number) => (error: unknown) =>
+  error instanceof HomeInUseError && error.code === 'KILN_HOME_IN_USE' && error.pid === pid;
 
-  await other.stop(); // it dies without releasing
+test('another live holder keeps the home; killed with -9, it leaves nothing stale', async (t) => {
+  const home = await tempDir();
+  const other = await otherHolder(home);
+  t.after(() => other.kill());
+  assert.throws(() => lockHome(home), refusedBy(other.pid));
+  await other.kill();
   const mine = lockHome(home);
-  assert.equal(readFileSync(path, 'utf8').trim(), String(process.pid));
-  held.release(); // the dead holder's handle: the lock is no longer its, so it stays
-  assert.ok(existsSync(path));
+  assert.ok(existsSync(join(home, 'run', 'platform.pid')));
   mine.release();
-  assert.equal(existsSync(path), false);
+  assert.equal(existsSync(join(home, 'run', 'platform.pid')), false);
 });
 
-test('an unreadable lock (a crash mid-write) is taken over', async () => {
+test('a second hold in the same process is refused too; release frees the home', async () => {
   const home = await tempDir();
+  const first = lockHome(home);
+  assert.throws(() => lockHome(home), refusedBy(process.pid));
+  first.release();
+  first.release(); // twice is harmless
   lockHome(home).release();
-  writeFileSync(join(home, 'run', 'platform.lock'), '');
-  const lock = lockHome(home);
-  assert.equal(readFileSync(lock.path, 'utf8').trim(), String(process.pid));
-  lock.release();
+});
+
+test('a platform that fails to start gives the home back', async () => {
+  const home = await tempDir();
+  // run/replicas is a file: the local backend cannot make its folder.
+  await mkdir(join(home, 'run'), { recursive: true });
+  await writeFile(join(home, 'run', 'replicas'), 'not a folder');
+  await assert.rejects(
+    startPlatform({ home, host: '127.0.0.1', port: 0, dev: true, gateway: false }),
+    /EEXIST|ENOTDIR/,
+  );
+  lockHome(home).release();
 });

@@ -143,7 +143,15 @@ export function keepCurrent(given: DeployBody, current: Endpoint): DeployBody {
     };
     if (now.preferredBatchSizes !== undefined)
       merged.preferredBatchSizes = [...now.preferredBatchSizes];
-    config.batching = Object.assign(merged, given.config.batching);
+    Object.assign(merged, given.config.batching);
+    // A new maximum without new preferred sizes keeps only the current ones that still fit.
+    const max = given.config.batching.maxBatchSize;
+    if (max !== undefined && given.config.batching.preferredBatchSizes === undefined) {
+      const fitting = (merged.preferredBatchSizes ?? []).filter((size) => size <= max);
+      if (fitting.length > 0) merged.preferredBatchSizes = fitting;
+      else delete merged.preferredBatchSizes;
+    }
+    config.batching = merged;
   }
   return {
     ...given,

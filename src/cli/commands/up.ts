@@ -114,7 +114,7 @@ function startError(error: unknown, host: string, apiPort: number): CliError {
     return new CliError(error.code, error.message, { hint: error.hint, cause: error });
   if (error instanceof HomeInUseError) {
     return new CliError(error.code, error.message, {
-      hint: `stop it (kill ${error.pid}), use another --home, or add --api-only to serve the registry API beside it`,
+      hint: `stop it${error.pid === null ? '' : ` (kill ${error.pid})`}, use another --home, or add --api-only to serve the registry API beside it`,
       cause: error,
     });
   }

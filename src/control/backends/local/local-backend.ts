@@ -148,14 +148,18 @@ export class LocalBackend implements Backend {
 
   /**
    * Ensures the run folder exists and removes replica folders left by platforms that are no
-   * longer running (called once at platform start).
+   * longer running, or by an earlier platform with this one's pid (called once at platform
+   * start, before any replica).
    */
   async init(): Promise<void> {
     const replicas = join(this.options.runDir, 'replicas');
     await mkdir(replicas, { recursive: true });
+    const me = this.options.pid ?? process.pid;
     for (const name of await readdir(replicas)) {
-      const owner = /\.(\d+)$/.exec(name)?.[1];
-      if (owner !== undefined && !processAlive(Number(owner)))
+      const owner = Number(/\.(\d+)$/.exec(name)?.[1] ?? Number.NaN);
+      // Ours from an earlier life (a container's platform always has the same pid: nothing
+      // of this one has started yet), or a platform's that is gone.
+      if (!Number.isNaN(owner) && (owner === me || !processAlive(owner)))
         await rm(join(replicas, name), { recursive: true, force: true });
     }
     await writeFile(

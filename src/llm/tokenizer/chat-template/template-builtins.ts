@@ -219,7 +219,9 @@ export function isHarmlessKeyword(filter: string, name: string, value: unknown):
 function attributeOf(item: unknown, attribute: unknown): unknown {
   let value = item;
   for (const part of String(attribute).split('.')) {
-    if (isDict(value)) value = (value as Record<string, unknown>)[part];
+    // Own keys only, as getAttribute reads them: `constructor` is not an attribute of a dict.
+    if (isDict(value))
+      value = Object.hasOwn(value, part) ? (value as Record<string, unknown>)[part] : undefined;
     else if (Array.isArray(value) && /^\d+$/.test(part)) value = value[Number(part)];
     else return undefined;
   }

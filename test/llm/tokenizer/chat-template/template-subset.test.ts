@@ -186,6 +186,11 @@ for (const [source, expected] of [
     "['anon', 'anon', 'anon', 'anon'] SYSTEM,USER,ASSISTANT,TOOL",
   ],
   [
+    // Inherited JS properties are not attributes (Jinja: Undefined, so nothing selected).
+    "{{ messages | selectattr('constructor') | list | length }} {{ messages | map(attribute='toString') | select | list | length }}",
+    '0 0',
+  ],
+  [
     "{{ strftime_now('%d %b %Y') }}|{{ strftime_now('%a %y-%m-%d %H:%M:%S %I%p %j %%') }}",
     '07 Mar 2026|Sat 26-03-07 15:04:05 03PM 066 %',
   ],
