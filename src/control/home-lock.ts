@@ -72,13 +72,3 @@ function readPid(path: string): number | null {
     return null;
   }
 }
-
-/** Whether a process with this pid exists (EPERM: it does, and is someone else's). */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as { code?: unknown }).code === 'EPERM';
-  }
-}

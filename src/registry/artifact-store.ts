@@ -268,16 +268,12 @@ export class ArtifactStore {
       dryRun: boolean;
       graceMs: number;
       /**
-       * The referenced digests again, read just before deleting: a version registered
-       * since `live` was read may have started using an old blob (clients do not upload
-       * blobs the store already holds, so its age says nothing).
-       */
-      liveNow?: () => Promise<ReadonlySet<string>>;
-      /**
        * Runs the deciding and deleting synchronously under the store's write lock
-       * (Store.withLiveBlobDigests), given the referenced digests read under it: then no
-       * version, in any process, can start naming a blob between that read and its removal.
-       * Replaces `liveNow`.
+       * (Store.withLiveBlobDigests), given the referenced digests read again under it: a
+       * version registered since `live` was read may have started using an old blob
+       * (clients do not upload blobs the store already holds, so its age says nothing), and
+       * none, in any process, can start naming one between that read and its removal.
+       * Absent: `live` decides (a caller that knows no version is being registered).
        */
       underLock?: <T>(work: (live: ReadonlySet<string>) => T) => Promise<T>;
     },
@@ -314,7 +310,7 @@ export class ArtifactStore {
         if (!options.dryRun) for (const { path } of doomed) rmSync(path, { force: true });
       });
     } else {
-      const doomed = decide(options.liveNow === undefined ? live : await options.liveNow());
+      const doomed = decide(live);
       if (!options.dryRun) for (const { path } of doomed) await rm(path, { force: true });
     }
     if (!options.dryRun) {

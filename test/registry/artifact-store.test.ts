@@ -175,7 +175,7 @@ test('gc keeps an old blob a version started using meanwhile; two gcs at once do
   const result = await store.gc(new Set(), {
     dryRun: false,
     graceMs: 3600_000,
-    liveNow: () => Promise.resolve(new Set([reused])),
+    underLock: (work) => Promise.resolve(work(new Set([reused]))),
   });
   assert.equal(result.removedBlobs, 49);
   assert.equal(await store.sizeOf(reused), blobs[0]!.length);

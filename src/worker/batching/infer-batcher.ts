@@ -71,40 +71,36 @@ export async function runBatch(
   joinable = true,
   onExecution?: (rows: number) => void,
 ): Promise<InferOutcome[]> {
-  const runtime =
-    onExecution === undefined
-      ? model
-      : {
-          infer(request: InferRequest): Promise<InferOutcome> {
-            onExecution(request.inputs[0]?.shape[0] ?? 1);
-            return model.infer(request);
-          },
-        };
-  if (requests.length === 1 || !joinable) return eachAlone(runtime, requests);
+  // Every model call goes through here, so each is counted with its own rows.
+  const run = (request: InferRequest): Promise<InferOutcome> => {
+    onExecution?.(request.inputs[0]?.shape[0] ?? 1);
+    return model.infer(request);
+  };
+  if (requests.length === 1 || !joinable) return eachAlone(run, requests);
   let outcome: InferOutcome;
   try {
-    outcome = await runtime.infer(concatRequests(requests));
+    outcome = await run(concatRequests(requests));
   } catch {
-    return eachAlone(runtime, requests);
+    return eachAlone(run, requests);
   }
-  if (!outcome.ok) return eachAlone(runtime, requests);
+  if (!outcome.ok) return eachAlone(run, requests);
   const split = splitOutputs(
     outcome.outputs,
     requests.map((r) => r.inputs[0]?.shape[0] ?? 0),
   );
   // Outputs not laid out by rows after all: each request's own run is the only safe answer.
-  if (!split.ok) return eachAlone(runtime, requests);
+  if (!split.ok) return eachAlone(run, requests);
   return split.outputs.map((outputs) => ({ ok: true, outputs }));
 }
 
 async function eachAlone(
-  runtime: Pick<ModelRuntime, 'infer'>,
+  run: (request: InferRequest) => Promise<InferOutcome>,
   requests: readonly InferRequest[],
 ): Promise<InferOutcome[]> {
   const each: InferOutcome[] = [];
   for (const request of requests) {
     try {
-      each.push(await runtime.infer(request));
+      each.push(await run(request));
     } catch (error) {
       each.push({ ok: false, kind: 'failed', message: `the model failed: ${String(error)}` });
     }

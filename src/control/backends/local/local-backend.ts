@@ -13,7 +13,6 @@ import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { processAlive } from '../../home-lock.ts';
 import {
   maxSocketPathBytes,
   type WorkerEvent,
@@ -166,5 +165,15 @@ export class LocalBackend implements Backend {
       join(this.options.runDir, 'README'),
       'Kiln worker replicas: spec and verified model copy per replica.\n',
     );
+  }
+}
+
+/** Whether a process with this pid exists (EPERM: it does, and is someone else's). */
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: unknown }).code === 'EPERM';
   }
 }
