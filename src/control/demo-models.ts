@@ -4,7 +4,7 @@
 // once: a marker file in the home says the demo is set up but not yet served, so a first
 // start that fails half-way (a port in use, Ctrl-C) finishes the job on the next start.
 
-import { createReadStream } from 'node:fs';
+import { createReadStream, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
@@ -26,17 +26,41 @@ interface DemoModel {
 
 const fixtures = fileURLToPath(new URL('../../fixtures/registry/', import.meta.url));
 
+/**
+ * What the demo models measure on held-out data, by the libraries that trained them
+ * (fixtures/registry/measure_demo_metrics.py writes it): registered as the versions'
+ * metrics, with how they were measured, so the registry never shows a number typed by hand.
+ */
+export interface DemoMeasurement {
+  readonly metrics: Readonly<Record<string, number>>;
+  readonly evaluation: string;
+}
+
+export function demoMeasurements(): Readonly<Record<string, DemoMeasurement>> {
+  return JSON.parse(readFileSync(join(fixtures, 'demo-metrics.json'), 'utf8')) as Record<
+    string,
+    DemoMeasurement
+  >;
+}
+
+function measured(name: string): RegisterVersionRequestExtras['metadata'] {
+  const measurement = demoMeasurements()[name];
+  if (measurement === undefined) throw new Error(`demo-metrics.json has no entry for ${name}`);
+  return { metrics: measurement.metrics, extra: { evaluation: measurement.evaluation } };
+}
+
 const demoModels: readonly DemoModel[] = [
   {
     name: 'fraud-xgb',
     team: 'risk',
-    description: 'Fraud-style binary classifier (XGBoost, 4 features, NaN-aware)',
+    description:
+      'Fraud-style binary classifier on synthetic data (XGBoost, 5 features: age, income, score, tenure, visits; NaN-aware)',
     format: 'xgboost',
     path: 'xgb-binary.json',
     extras: {
       metadata: {
         trainingJobId: 'demo-train-1',
-        metrics: { auc: 0.9 },
+        ...measured('fraud-xgb'),
         dependencies: { xgboost: '1.7' },
       },
       lineage: {
@@ -55,7 +79,7 @@ const demoModels: readonly DemoModel[] = [
       'Digit image classifier: a small PyTorch CNN exported to ONNX (1x28x28 in, 10 classes out)',
     format: 'onnx',
     path: '../onnx/cnn-digits.onnx',
-    extras: { metadata: { metrics: { accuracy: 1 } }, tags: { demo: 'true' } },
+    extras: { metadata: { ...measured('digits-cnn') }, tags: { demo: 'true' } },
   },
   {
     name: 'tiny-llm',

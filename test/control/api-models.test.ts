@@ -3,11 +3,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { call, errorCode, readArtifact, register, testPlatform } from '../helpers/platform.ts';
+import {
+  haveLightgbmFixtures,
+  lightgbmFixtures,
+  noLightgbmFixtures,
+} from '../helpers/shared-fixtures.ts';
 
 const fixtures = new URL('../../fixtures/registry/', import.meta.url).pathname;
-const lightgbm = new URL('../../../shared/fixtures/lightgbm/', import.meta.url).pathname;
 
 interface Version {
   version: number;
@@ -107,8 +110,8 @@ test('registers every format from real files, with computed size and what the fo
 });
 
 test('registers the real LightGBM models', async (t) => {
-  if (!existsSync(lightgbm)) {
-    t.skip(`LightGBM reference models not found at ${lightgbm}`);
+  if (!haveLightgbmFixtures) {
+    t.skip(noLightgbmFixtures);
     return;
   }
   const { url } = await testPlatform();
@@ -118,7 +121,12 @@ test('registers the real LightGBM models', async (t) => {
     'lg_rf_iris.model',
     'model_simple.txt',
   ]) {
-    const response = await register(url, 'lgb', 'lightgbm', await readArtifact(lightgbm + file));
+    const response = await register(
+      url,
+      'lgb',
+      'lightgbm',
+      await readArtifact(lightgbmFixtures + file),
+    );
     assert.equal(response.status, 201, `${file}: ${JSON.stringify(response.body)}`);
   }
 });

@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { existsSync } from 'node:fs';
 import { startPlatform } from '../../src/control/start-platform.ts';
-import { demoPendingMarker } from '../../src/control/demo-models.ts';
+import { demoMeasurements, demoPendingMarker } from '../../src/control/demo-models.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 
 test('a first start that fails after registering the demo models deploys them on the next', async () => {
@@ -31,6 +31,15 @@ test('a first start that fails after registering the demo models deploys them on
     );
     assert.ok(endpoints.length > 0, 'the demo endpoints are deployed');
     assert.equal(existsSync(demoPendingMarker(home)), false);
+    // Registered metrics are the measured ones (measure_demo_metrics.py), with how.
+    const measurements = demoMeasurements();
+    assert.deepEqual(Object.keys(measurements).sort(), ['digits-cnn', 'fraud-xgb']);
+    for (const [name, measurement] of Object.entries(measurements)) {
+      const version = await platform.registry.store.getVersion(name, 1);
+      assert.ok(version !== null, name);
+      assert.deepEqual(version.metadata.metrics, measurement.metrics, name);
+      assert.equal(version.metadata.extra?.evaluation, measurement.evaluation, name);
+    }
   } finally {
     await platform.close();
   }

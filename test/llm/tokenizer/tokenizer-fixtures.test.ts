@@ -1,8 +1,10 @@
 // The two tokenizer fixtures (fixtures/llm/tokenizer-bytelevel and tokenizer-sentencepiece,
 // written by fixtures/llm/make_llm_fixtures.py) against their reference.json: every
-// reference string encodes to exactly the reference ids (the trainer's own encoder for the
-// byte-level one; the real sentencepiece library for the other, or `hfIds` where the HF
-// form must differ), decodes back, streams back, and every chat renders and encodes exactly.
+// reference string encodes to exactly the reference ids (for the byte-level one, ids the
+// fixture script wrote, which hf-tokenizers-oracle.test.ts checks against Hugging Face's own
+// tokenizers library at test time; for the other, the real sentencepiece library, or
+// `hfIds` where the HF form must differ), decodes back, streams back, and every chat renders
+// and encodes exactly.
 
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';

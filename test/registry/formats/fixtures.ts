@@ -1,17 +1,17 @@
 // Shared helpers for the format tests: the registry fixtures (made by
 // fixtures/registry/make_fixtures.py), the shared LightGBM models, and a seeded random source.
 
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ArtifactFile } from '../../../src/registry/formats/artifact-file.ts';
 import { fileArtifact } from '../../../src/registry/formats/file-artifact.ts';
 
 export const registryFixtures = new URL('../../../fixtures/registry/', import.meta.url).pathname;
-export const lightgbmFixtures = '/work/shared/fixtures/lightgbm';
-export const haveLightgbmFixtures = existsSync(lightgbmFixtures);
-export const lightgbmSkip = haveLightgbmFixtures
-  ? false
-  : `LightGBM fixtures not found at ${lightgbmFixtures}; see its README for where they come from`;
+export {
+  lightgbmFixtures,
+  haveLightgbmFixtures,
+  lightgbmSkip,
+} from '../../helpers/shared-fixtures.ts';
 
 /** A fixture file as an ArtifactFile, optionally under another manifest path. */
 export function fixture(relativePath: string, manifestPath?: string): Promise<ArtifactFile> {

@@ -1,5 +1,5 @@
-// Real LightGBM models against LightGBM's own predictions (/work/shared/fixtures/lightgbm,
-// see its README.md), at the tolerances the files' upstream used: 1e-7 for the multiclass
+// Real LightGBM models against LightGBM's own predictions (../shared/fixtures/lightgbm,
+// beside the repository; see its README.md), at the tolerances the files' upstream used: 1e-7 for the multiclass
 // model, 1e-6 for kddcup99 and poisson. Each test skips, saying why, when the folder is
 // absent. Rows are read as doubles, as LightGBM's predict read them.
 

@@ -1,6 +1,6 @@
 // Shared by the tree runtime's tests: fixture paths, reading expected outputs, comparing.
 
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 export const treeFixtures = fileURLToPath(new URL('../../../fixtures/trees/', import.meta.url));
@@ -8,11 +8,12 @@ export const registryFixtures = fileURLToPath(
   new URL('../../../fixtures/registry/', import.meta.url),
 );
 /** Real LightGBM models and LightGBM's own predictions (see its README.md); may be absent. */
-export const lightgbmFixtures = fileURLToPath(
-  new URL('../../../../shared/fixtures/lightgbm/', import.meta.url),
-);
-export const haveLightgbmFixtures = existsSync(`${lightgbmFixtures}README.md`);
-export const noLightgbmFixtures = `LightGBM reference files not found at ${lightgbmFixtures}`;
+export {
+  lightgbmFixtures,
+  haveLightgbmFixtures,
+  noLightgbmFixtures,
+  lightgbmSkip,
+} from '../../helpers/shared-fixtures.ts';
 
 export const kernels = ['auto', 'interpreter', 'compiled'] as const;
 
