@@ -11,6 +11,8 @@ import {
   type DecodedInferRequest,
 } from '../protocol/v2/decode-request.ts';
 import { compileSchema, type CompiledSchema } from '../protocol/v2/schema.ts';
+import { inputDatatypePolicy } from '../protocol/v2/input-datatypes.ts';
+import type { ModelFormat } from '../registry/formats/artifact-file.ts';
 import type { V2ProtocolErrorCode } from '../protocol/v2/errors.ts';
 
 export type RequestCheck = CompiledSchema;
@@ -22,12 +24,19 @@ export type CompiledCheck =
 /**
  * Compiles an endpoint's schema. A schema the codec refuses (the registry checks schemas at
  * registration, so this is a bug upstream) leaves the endpoint unchecked at the gateway:
- * the worker still checks every request.
+ * the worker still checks every request. The format says which request datatypes an input
+ * takes (tree models: any numeric one), as the worker's own check does.
  */
-export function compileRequestCheck(schema: ModelSchema | null): CompiledCheck {
+export function compileRequestCheck(
+  schema: ModelSchema | null,
+  format: ModelFormat,
+): CompiledCheck {
   if (schema === null) return { ok: true, check: null };
   try {
-    return { ok: true, check: compileSchema(schema) };
+    return {
+      ok: true,
+      check: compileSchema(schema, { inputDatatypes: inputDatatypePolicy(format) }),
+    };
   } catch (error) {
     return { ok: false, reason: (error as Error).message };
   }

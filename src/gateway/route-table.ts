@@ -65,13 +65,13 @@ export function buildRouteTable(
   const endpoints = new Map<string, EndpointEntry>();
   const teamRates = new Map(snapshot.teamLimits.map((l) => [l.team, l.requestsPerSecond]));
   for (const route of snapshot.endpoints) {
-    const checkKey = `${route.version} ${JSON.stringify(route.schema)}`;
+    const checkKey = `${route.version} ${route.format} ${JSON.stringify(route.schema)}`;
     const before = previous?.endpoints.get(route.name);
     let check: RequestCheck | null;
     if (before !== undefined && before.checkKey === checkKey) {
       check = before.check;
     } else {
-      const compiled = compileRequestCheck(route.schema);
+      const compiled = compileRequestCheck(route.schema, route.format);
       if (!compiled.ok) onBadSchema(route.name, compiled.reason);
       check = compiled.ok ? compiled.check : null;
     }

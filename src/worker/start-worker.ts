@@ -15,6 +15,7 @@ import { isKilnError } from '../core/errors.ts';
 import { ArtifactStore } from '../registry/artifact-store.ts';
 import { loadRuntime } from '../runtimes/load-runtime.ts';
 import { compileSchema } from '../protocol/v2/schema.ts';
+import { inputDatatypePolicy } from '../protocol/v2/input-datatypes.ts';
 import { createInferBatcher } from './batching/infer-batcher.ts';
 import { WorkerMetrics } from './worker-metrics.ts';
 import { closeChannels } from './worker-channel.ts';
@@ -82,7 +83,8 @@ export async function startWorker(
     const runtime = outcome.runtime;
     const schema = spec.schema ?? { inputs: runtime.inputs, outputs: runtime.outputs };
     try {
-      state.schema = compileSchema(schema);
+      // The gateway compiles the same schema with the same policy: one verdict, one message.
+      state.schema = compileSchema(schema, { inputDatatypes: inputDatatypePolicy(spec.format) });
       await runtime.warmup();
     } catch (error) {
       await runtime.unload();

@@ -244,6 +244,8 @@ export async function testGateway(
     clientTimeoutMs?: number;
     ejectMs?: number;
     stateDir?: string;
+    /** false: infer requests go to workers as plain v2 HTTP (KILN_WORKER_CHANNEL=0). */
+    workerChannels?: boolean;
   } = {},
 ): Promise<RunningGateway> {
   const ownDir = options.stateDir === undefined ? await mkdtemp(join(tmpdir(), 'kiln-gw-')) : null;
@@ -258,6 +260,7 @@ export async function testGateway(
       : { upstreamTimeoutMs: options.upstreamTimeoutMs }),
     ...(options.ejectMs === undefined ? {} : { ejectMs: options.ejectMs }),
     ...(options.clientTimeoutMs === undefined ? {} : { clientTimeoutMs: options.clientTimeoutMs }),
+    ...(options.workerChannels === undefined ? {} : { workerChannels: options.workerChannels }),
   });
   // One hook, so the gateway has closed (and finished persisting) before its folder goes.
   after(async () => {

@@ -3,7 +3,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
@@ -145,6 +145,44 @@ test('an ONNX endpoint returns what PyTorch computed', async () => {
     .forEach((v, i) =>
       assert.ok(Math.abs((output?.data[i] ?? Number.NaN) - v) <= 1e-4, `element ${i}`),
     );
+});
+
+test("a LightGBM endpoint answers in double: LightGBM's own predictions within 1e-9", async (t) => {
+  // The real user path: registered without a schema, deployed, metadata read, then the rows
+  // sent as the metadata says (tritonclient's shape: flat FP64 data).
+  const lightgbm = new URL('../../../shared/fixtures/lightgbm/', import.meta.url).pathname;
+  if (!existsSync(`${lightgbm}README.md`)) {
+    t.skip(`LightGBM reference models not found at ${lightgbm}`);
+    return;
+  }
+  const model = await readArtifact(`${lightgbm}genlin_fmtp_poisson_Frequency.model`);
+  assert.equal((await register(platform.url, 'claims', 'lightgbm', model)).status, 201);
+  await deployAndWait(platform, 'claims', 'claims');
+  const metadata = await call(platform.gatewayUrl, 'GET', '/v2/models/claims');
+  const { inputs, outputs } = metadata.body as {
+    inputs: { name: string; datatype: string; shape: number[] }[];
+    outputs: { datatype: string }[];
+  };
+  assert.deepEqual(inputs, [{ name: 'input', datatype: 'FP64', shape: [-1, 9] }]);
+  assert.equal(outputs[0]?.datatype, 'FP64');
+  const table = (file: string): number[][] =>
+    readFileSync(`${lightgbm}${file}`, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => line.trim().split(/\s+/).map(Number));
+  const rows = table('genlin_fmtp_poisson_Frequency_features.tsv');
+  const want = table('genlin_fmtp_poisson_Frequency_true_predictions.txt').flat();
+  const body = JSON.stringify({
+    inputs: [{ name: 'input', shape: [rows.length, 9], datatype: 'FP64', data: rows.flat() }],
+  });
+  const result = await infer(platform, 'claims', body);
+  assert.equal(result.status, 200, JSON.stringify(result.body));
+  const [output] = result.body.outputs as { datatype: string; data: number[] }[];
+  assert.equal(output?.datatype, 'FP64');
+  want.forEach((p, i) => {
+    const got = output?.data[i] ?? Number.NaN;
+    assert.ok(Math.abs(got - p) <= 1e-9, `row ${i}: ${got} vs ${p}`);
+  });
 });
 
 test('bad requests are refused by the gateway and never reach the worker', async () => {

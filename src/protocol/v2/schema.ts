@@ -10,6 +10,7 @@ import type { ModelSchema, TensorDatatype } from '../../core/tensor.ts';
 import { isTensorDatatype } from './datatypes.ts';
 import type { V2Failure } from './errors.ts';
 import { formatShape, v2Failure } from './errors.ts';
+import { numericDatatypes, type InputDatatypePolicy } from './input-datatypes.ts';
 
 export interface CompiledInput {
   readonly name: string;
@@ -26,6 +27,8 @@ export interface CompiledInput {
   readonly batched: boolean;
   /** Whether NaN, ±Infinity and null (missing) are accepted (float datatypes only). */
   readonly allowNonFinite: boolean;
+  /** 'numeric': any numeric datatype is taken, the runtime converts (input-datatypes.ts). */
+  readonly datatypes: InputDatatypePolicy;
 }
 
 export interface CompiledSchema {
@@ -43,6 +46,8 @@ export interface CompileSchemaOptions {
   /** Accept NaN/±Infinity/null in float inputs (default true); per input with a function. */
   readonly allowNonFinite?: boolean | ((input: string) => boolean);
   readonly maxBatch?: number;
+  /** Which request datatypes the inputs take (default 'exact'): inputDatatypePolicy(format). */
+  readonly inputDatatypes?: InputDatatypePolicy;
 }
 
 /**
@@ -56,6 +61,7 @@ export function compileSchema(
 ): CompiledSchema {
   const allow = options.allowNonFinite ?? true;
   const maxBatch = options.maxBatch ?? null;
+  const datatypes = options.inputDatatypes ?? 'exact';
   if (maxBatch !== null && !(Number.isSafeInteger(maxBatch) && maxBatch >= 1)) {
     throw new Error(`maxBatch must be a positive integer, got ${maxBatch}`);
   }
@@ -72,6 +78,7 @@ export function compileSchema(
       anyRank: spec.anyRank === true,
       batched: spec.anyRank !== true && spec.shape.length >= 1 && spec.shape[0] === -1,
       allowNonFinite: typeof allow === 'function' ? allow(spec.name) : allow,
+      datatypes,
     };
     inputs.set(spec.name, compiled);
     inputList.push(compiled);
@@ -133,13 +140,8 @@ export function matchInput(
   datatype: TensorDatatype,
   shape: readonly number[],
 ): V2Failure | null {
-  if (datatype !== input.datatype) {
-    return v2Failure(
-      'KILN_INPUT_MISMATCH',
-      `input '${input.name}': expected datatype ${input.datatype}, got ${datatype}`,
-      input.name,
-    );
-  }
+  const wrongDatatype = datatypeMismatch(input, datatype);
+  if (wrongDatatype !== null) return wrongDatatype;
   if (input.anyRank) return null;
   const declared = input.shape;
   let matches = shape.length === declared.length;
@@ -151,6 +153,27 @@ export function matchInput(
   return v2Failure(
     'KILN_INPUT_MISMATCH',
     `input '${input.name}': expected shape ${input.shapeText}, got ${formatShape(shape)}`,
+    input.name,
+  );
+}
+
+/**
+ * A request datatype against the input's policy: exactly the declared one, or for a
+ * 'numeric' input (tree models) any datatype that holds numbers.
+ */
+export function datatypeMismatch(input: CompiledInput, datatype: TensorDatatype): V2Failure | null {
+  if (datatype === input.datatype) return null;
+  if (input.datatypes === 'exact') {
+    return v2Failure(
+      'KILN_INPUT_MISMATCH',
+      `input '${input.name}': expected datatype ${input.datatype}, got ${datatype}`,
+      input.name,
+    );
+  }
+  if (numericDatatypes.includes(datatype)) return null;
+  return v2Failure(
+    'KILN_INPUT_MISMATCH',
+    `input '${input.name}': datatype ${datatype} does not hold numbers; the model takes ${input.datatype} (or any of ${numericDatatypes.join(', ')}, converted as the model's library would)`,
     input.name,
   );
 }

@@ -5,35 +5,25 @@
 // fault and comes back as a message.
 
 import type { Tensor, TensorDatatype } from '../../core/tensor.ts';
+import { numericDatatypes } from '../../protocol/v2/input-datatypes.ts';
 import type { FeatureRows } from './traverse-ensemble.ts';
 
 export type RowsResult =
   | { readonly ok: true; readonly rows: FeatureRows; readonly numRows: number }
   | { readonly ok: false; readonly message: string };
 
-/** Datatypes a tree model accepts as features. */
-export const featureDatatypes: readonly TensorDatatype[] = [
-  'FP32',
-  'FP64',
-  'FP16',
-  'BF16',
-  'INT8',
-  'INT16',
-  'INT32',
-  'INT64',
-  'UINT8',
-  'UINT16',
-  'UINT32',
-  'UINT64',
-  'BOOL',
-];
+/**
+ * Datatypes a tree model accepts as features: every numeric one, as the libraries read any
+ * numeric array (the request check takes the same list, src/protocol/v2/input-datatypes.ts).
+ */
+export const featureDatatypes: readonly TensorDatatype[] = numericDatatypes;
 
 export function featureRows(tensor: Tensor, numFeatures: number, float32: boolean): RowsResult {
   const where = `input '${tensor.name}'`;
   if (!featureDatatypes.includes(tensor.datatype)) {
     return {
       ok: false,
-      message: `${where}: datatype ${tensor.datatype} cannot be tree features (use FP32; FP64 and integer types are converted)`,
+      message: `${where}: datatype ${tensor.datatype} cannot be tree features; send numbers (${numericDatatypes.join(', ')})`,
     };
   }
   const shape = tensor.shape;
@@ -92,7 +82,10 @@ function convert(
     case 'UINT64': {
       if (!(data instanceof BigInt64Array || data instanceof BigUint64Array)) return null;
       const out = make(data.length);
-      for (let i = 0; i < data.length; i += 1) out[i] = Number(data[i] ?? 0n);
+      // Number(bigint) rounds once to double (LightGBM's conversion); float32 must round
+      // once too, straight from the integer, as XGBoost's cast does (bigintToFloat32).
+      const read = float32 ? bigintToFloat32 : Number;
+      for (let i = 0; i < data.length; i += 1) out[i] = read(data[i] ?? 0n);
       return out;
     }
     case 'BOOL':
@@ -108,6 +101,26 @@ function convert(
     case 'BYTES':
       return null;
   }
+}
+
+const exactInDouble = 2n ** 53n;
+
+/**
+ * A 64-bit integer rounded to the nearest float32 (ties to even) in ONE rounding, as C's
+ * int64 → float cast gives. Going through Number() first would round twice: 2^60 + 2^36 + 1
+ * becomes 2^60 + 2^36 in double, a float32 tie that rounds down to 2^60, where the integer
+ * itself rounds up to 2^60 + 2^37. Past 2^53 the integer is cut to its top 26 bits with the
+ * dropped bits folded into the last one (round to odd): exact in double, and rounding that to
+ * float32's 24 bits gives the correctly rounded result.
+ */
+export function bigintToFloat32(value: bigint): number {
+  const magnitude = value < 0n ? -value : value;
+  if (magnitude < exactInDouble) return Math.fround(Number(value));
+  const shift = BigInt(magnitude.toString(2).length - 26);
+  let top = magnitude >> shift;
+  if (top << shift !== magnitude) top |= 1n;
+  const rounded = Math.fround(Number(top << shift));
+  return value < 0n ? -rounded : rounded;
 }
 
 const bfloat16View = new DataView(new ArrayBuffer(4));

@@ -125,24 +125,32 @@ function runtimeSpecs(p: TreePredictor, schema: ModelSchema | null): TreeRuntime
     const problem = outputProblem(declaredOutput, k);
     if (problem !== null) return problem;
   }
+  // Undeclared datatypes are the library's own precision, so a client that sends what the
+  // metadata says gets LightGBM's answers to the last bit (double) and XGBoost's (float32).
+  const precision = libraryDatatype(p);
   return {
     input: {
       name: declaredInput?.name ?? 'input',
-      datatype: declaredInput?.datatype ?? 'FP32',
+      datatype: declaredInput?.datatype ?? precision,
       shape: [-1, f],
     },
     output: {
       name: declaredOutput?.name ?? 'output',
-      datatype: declaredOutput?.datatype ?? 'FP32',
+      datatype: declaredOutput?.datatype ?? precision,
       shape: outputShape,
     },
   };
 }
 
+/** The precision the library reads features and gives predictions in. */
+export function libraryDatatype(p: TreePredictor): 'FP32' | 'FP64' {
+  return p.library === 'lightgbm' ? 'FP64' : 'FP32';
+}
+
 function inputProblem(spec: TensorSpec, numFeatures: number): string | null {
   const where = `declared input '${spec.name}'`;
   if (!featureDatatypes.includes(spec.datatype)) {
-    return `${where}: datatype ${spec.datatype} cannot carry tree features (declare FP32)`;
+    return `${where}: datatype ${spec.datatype} cannot carry tree features (declare a numeric one: FP64, FP32, an integer type or BOOL)`;
   }
   const last = spec.shape[1];
   if (spec.shape.length !== 2 || (last !== -1 && last !== numFeatures)) {
@@ -154,7 +162,7 @@ function inputProblem(spec: TensorSpec, numFeatures: number): string | null {
 function outputProblem(spec: TensorSpec, numOutputs: number): string | null {
   const where = `declared output '${spec.name}'`;
   if (spec.datatype !== 'FP32' && spec.datatype !== 'FP64') {
-    return `${where}: datatype ${spec.datatype} is not what a tree model gives (FP32)`;
+    return `${where}: datatype ${spec.datatype} is not what a tree model gives (FP32 or FP64)`;
   }
   const fits =
     numOutputs === 1

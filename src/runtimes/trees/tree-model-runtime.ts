@@ -18,7 +18,8 @@ const warmupRows = 4;
 
 export interface TreeRuntimeSpecs {
   readonly input: TensorSpec;
-  /** Datatype of the output (FP32 unless the declared schema asks for FP64). */
+  /** Datatype of the output: the library's precision (LightGBM FP64, XGBoost FP32) unless
+   * the declared schema says otherwise. */
   readonly output: TensorSpec;
 }
 
@@ -47,11 +48,15 @@ export class TreeModelRuntime implements ModelRuntime {
   warmup(): Promise<void> {
     const p = this.predictor;
     if (p !== null) {
-      // Zeros and NaNs take every default branch and the usual ones; both kernels get typed.
+      // Zeros and NaNs take every default branch and the usual ones; both kernels get typed,
+      // through the same predict (float32 or double answers) that requests will use.
       const rows = new Float32Array(2 * warmupRows * p.numFeatures);
       rows.fill(Number.NaN, warmupRows * p.numFeatures);
-      p.predict(rows, 2 * warmupRows);
-      p.predict(rows, 2 * warmupRows, true);
+      const answer64 = this.specs.output.datatype === 'FP64';
+      for (const margin of [false, true]) {
+        if (answer64) p.predict64(rows, 2 * warmupRows, margin);
+        else p.predict(rows, 2 * warmupRows, margin);
+      }
     }
     return Promise.resolve();
   }
@@ -76,7 +81,7 @@ export class TreeModelRuntime implements ModelRuntime {
     const outputName = this.specs.output.name;
     if (request.inputs.length !== 1) {
       return invalid(
-        `the model takes one input, '${inputName}' (FP32 [-1, ${p.numFeatures}]); got ${request.inputs.length}`,
+        `the model takes one input, '${inputName}' (${this.specs.input.datatype} [-1, ${p.numFeatures}]); got ${request.inputs.length}`,
       );
     }
     const tensor = request.inputs[0] as Tensor;

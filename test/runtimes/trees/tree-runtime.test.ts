@@ -12,6 +12,7 @@ import type {
   ModelRuntime,
   RuntimeLoadOptions,
 } from '../../../src/runtimes/runtime.ts';
+import { bigintToFloat32 } from '../../../src/runtimes/trees/feature-rows.ts';
 import { loadTreeRuntime } from '../../../src/runtimes/trees/load-tree-runtime.ts';
 import { tempDir } from '../../helpers/temp-dir.ts';
 import {
@@ -344,14 +345,17 @@ void test('a LightGBM text model through the runtime (and the one text file amon
   assert.ok(loaded.ok, loaded.ok ? '' : loaded.reason);
   const runtime = loaded.runtime;
   assert.equal(runtime.name, 'trees/lightgbm');
-  assert.deepEqual(runtime.inputs[0]?.shape, [-1, 2]);
+  // LightGBM computes in double: by default the model takes and gives FP64.
+  assert.deepEqual(runtime.inputs, [{ name: 'input', datatype: 'FP64', shape: [-1, 2] }]);
+  assert.deepEqual(runtime.outputs, [{ name: 'output', datatype: 'FP64', shape: [-1] }]);
   const out = outputOf(
     await runtime.infer({
       inputs: [input(new Float64Array([0, 0.5, 0, 0.6, 0, Number.NaN]), [3, 2], 'FP64')],
     }),
   );
-  const sigmoid = (x: number): number => Math.fround(1 / (1 + Math.exp(-x)));
-  assert.deepEqual([...(out.data as Float32Array)], [sigmoid(-1), sigmoid(1), sigmoid(-1)]);
+  const sigmoid = (x: number): number => 1 / (1 + Math.exp(-x));
+  assert.equal(out.datatype, 'FP64');
+  assert.deepEqual([...(out.data as Float64Array)], [sigmoid(-1), sigmoid(1), sigmoid(-1)]);
   const linear = text.replace('leaf_value=-1 1', 'leaf_value=-1 1\nis_linear=1');
   await writeFile(join(dir, 'linear.txt'), linear);
   assert.match(
@@ -364,4 +368,59 @@ void test('a LightGBM text model through the runtime (and the one text file amon
     ),
     /exactly one text model \(first line 'tree'\); found none among 2 files/,
   );
+});
+
+void test('a LightGBM model with a declared FP32 schema answers FP32, computed from doubles', async () => {
+  const dir = await tempDir('kiln-trees-');
+  // One split at 0.1 (a double that is not a float32): 0.1 itself goes left (x <= t).
+  const text = lightgbmModel({
+    numFeatures: 1,
+    trees: [
+      [
+        'num_leaves=2',
+        'num_cat=0',
+        'split_feature=0',
+        'threshold=0.10000000000000001',
+        'decision_type=2',
+        'left_child=-1',
+        'right_child=-2',
+        'leaf_value=0.1 0.7',
+      ],
+    ],
+  });
+  await writeFile(join(dir, 'model.txt'), text);
+  const schema: ModelSchema = {
+    inputs: [{ name: 'x', datatype: 'FP32', shape: [-1, 1] }],
+    outputs: [{ name: 'y', datatype: 'FP32', shape: [-1] }],
+  };
+  const loaded = await loadTreeRuntime(
+    options(['model.txt'], { modelDir: dir, format: 'lightgbm', schema }),
+  );
+  assert.ok(loaded.ok, loaded.ok ? '' : loaded.reason);
+  const runtime = loaded.runtime;
+  assert.deepEqual(runtime.inputs, schema.inputs);
+  assert.deepEqual(runtime.outputs, schema.outputs);
+  // FP64 input is still read as the double it is (LightGBM's precision), not via float32,
+  // whose 0.1 is 0.10000000149… and goes right.
+  const fromDouble = outputOf(
+    await runtime.infer({ inputs: [input(new Float64Array([0.1]), [1, 1], 'FP64', 'x')] }),
+  );
+  const fromFloat = outputOf(
+    await runtime.infer({ inputs: [input(new Float32Array([0.1]), [1, 1], 'FP32', 'x')] }),
+  );
+  assert.equal(fromDouble.datatype, 'FP32');
+  assert.deepEqual([...(fromDouble.data as Float32Array)], [Math.fround(0.1)]);
+  assert.deepEqual([...(fromFloat.data as Float32Array)], [Math.fround(0.7)]);
+});
+
+void test('64-bit integers round to float32 once, as a C cast does (no double rounding)', () => {
+  const tie = 2n ** 60n + 2n ** 36n + 1n; // just over a float32 midpoint; a double drops the 1
+  assert.equal(Math.fround(Number(tie)), 2 ** 60); // twice rounded: down to even
+  assert.equal(bigintToFloat32(tie), 2 ** 60 + 2 ** 37);
+  assert.equal(bigintToFloat32(-tie), -(2 ** 60 + 2 ** 37));
+  assert.equal(bigintToFloat32(2n ** 60n + 2n ** 36n), 2 ** 60); // an exact tie: to even
+  assert.equal(bigintToFloat32(2n ** 64n - 1n), 2 ** 64);
+  assert.equal(bigintToFloat32(16_777_217n), 16_777_216); // 2^24 + 1: a tie below 2^53
+  assert.equal(bigintToFloat32(-5n), -5);
+  assert.equal(bigintToFloat32(0n), 0);
 });
