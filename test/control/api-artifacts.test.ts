@@ -251,13 +251,14 @@ test('a blob corrupted on disk after registration is refused at load and at veri
     (verify.body as { error: { message: string } }).error.message,
     /config\.json is corrupt/,
   );
-  // Set aside once found: the server reports the blob missing, and uploading the right
-  // bytes again (what a client does for a blob HEAD says is absent) repairs the version.
+  // Set aside once found: the server reports the blob missing (a load says it was quarantined
+  // as corrupt), and uploading the right bytes again (what a client does for a blob HEAD says
+  // is absent) repairs the version.
   assert.equal((await call(url, 'HEAD', `/api/v1/blobs/${config.sha256}`)).status, 404);
   const dest = join(await tempDir(), 'load');
   await assert.rejects(platform.registry.loadVersion('llm', 1, dest), (error: unknown) => {
     assert.ok(error instanceof KilnError);
-    assert.equal(error.code, 'KILN_ARTIFACT_MISSING');
+    assert.equal(error.code, 'KILN_ARTIFACT_QUARANTINED');
     return true;
   });
   const upload = await call(url, 'PUT', `/api/v1/blobs/${config.sha256}`, config.data, {
