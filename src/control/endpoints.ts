@@ -10,7 +10,11 @@ import { checkName } from '../registry/names.ts';
 import { servableFormats } from '../runtimes/load-runtime.ts';
 import type { EndpointRecord } from '../store/serving-records.ts';
 import type { Reconciler, ReplicaStatus } from './reconciler.ts';
-import { completeEndpointConfig, type EndpointConfigInput } from './serving-defaults.ts';
+import {
+  completeEndpointConfig,
+  workerRevision,
+  type EndpointConfigInput,
+} from './serving-defaults.ts';
 
 export interface DeployRequest {
   readonly model: string;
@@ -27,7 +31,7 @@ export interface EndpointView extends EndpointRecord {
     readonly ready: boolean;
     readonly readyReplicas: number;
     readonly reason: string | null;
-    readonly replicas: readonly Omit<ReplicaStatus, 'endpoint' | 'model' | 'slot'>[];
+    readonly replicas: readonly Omit<ReplicaStatus, 'endpoint' | 'model' | 'slot' | 'revision'>[];
   };
 }
 
@@ -108,7 +112,10 @@ export class EndpointService {
 
   view(record: EndpointRecord): EndpointView {
     const replicas = this.reconciler.replicaStatus(record.name);
-    const current = replicas.filter((r) => r.version === record.version && r.state !== 'stopping');
+    // Replicas of what was deployed last (model, version and worker config): during a rollout
+    // the old revision's still serve, but `kiln deploy --wait` waits for the new one.
+    const revision = workerRevision(record);
+    const current = replicas.filter((r) => r.revision === revision && r.state !== 'stopping');
     const readyReplicas = current.filter((r) => r.state === 'ready').length;
     const reason = readyReplicas > 0 ? null : whyNotReady(current, this.clock.now());
     return {

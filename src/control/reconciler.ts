@@ -39,6 +39,8 @@ export interface ReplicaStatus {
   readonly endpoint: string;
   readonly model: string;
   readonly version: number;
+  /** What it was started from (serving-defaults.ts: workerRevision). */
+  readonly revision: string;
   readonly slot: number;
   readonly state: ReplicaState;
   readonly url: string | null;
@@ -176,6 +178,7 @@ export class Reconciler {
         endpoint: r.endpoint,
         model: r.model,
         version: r.version,
+        revision: r.revision,
         slot: r.slot,
         state: r.state,
         url: r.url,

@@ -51,7 +51,9 @@ function rawRequest(
 }
 
 async function waitFor(predicate: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 200; i++) {
+  // Up to 20 s (it was 200 polls, ~2 s): on a loaded machine the server cleans up late.
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
     if (await predicate()) return;
     await new Promise((r) => setTimeout(r, 10));
   }

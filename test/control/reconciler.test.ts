@@ -176,7 +176,11 @@ test('another model, or another worker config, on the same endpoint is rolled ou
   });
   await until(() => backend.launched.length === 3, 'a launch with the new config');
   assert.equal(backend.launched[2]!.launch.batching?.maxBatchSize, 4);
+  // The old config still serves, but the status counts what was deployed (what --wait waits
+  // for): not ready until the new config's replica is.
+  assert.equal((await endpoints.get('e')).status.readyReplicas, 0);
   backend.ready(backend.launched[2]!);
+  assert.equal((await endpoints.get('e')).status.readyReplicas, 1);
   await until(() => backend.launched[1]!.stopRequested, 'the old config stopped');
 
   // Only the gateway's concurrency limit changes: no worker reads it, nothing restarts.

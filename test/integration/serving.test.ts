@@ -223,14 +223,17 @@ test('kill -9 of one endpoint worker under load: the other endpoint loses nothin
       }
     }),
   ];
-  await new Promise((r) => setTimeout(r, 500));
+  // Conditions, not pauses: load on both endpoints before the kill, a replica restarted and
+  // ready after it (restarts >= 1 says it is not the killed one), and fraud answering again.
+  const fraudOk = (): number => fraudStatuses.get(200) ?? 0;
+  await waitUntil('answers from both endpoints', () => Promise.resolve(mlpOk > 0 && fraudOk() > 0));
   process.kill(pid, 'SIGKILL');
-  await new Promise((r) => setTimeout(r, 1500));
   await waitUntil('fraud to recover', async () => {
     const s = (await call(platform.url, 'GET', '/api/v1/endpoints/fraud')).body as EndpointBody;
     return s.status.ready && s.status.replicas.some((r) => r.restarts >= 1 && r.state === 'ready');
   });
-  await new Promise((r) => setTimeout(r, 300));
+  const okBeforeRecovery = fraudOk();
+  await waitUntil('fraud answering again', () => Promise.resolve(fraudOk() > okBeforeRecovery));
   stop = true;
   await Promise.all(loops);
   assert.equal(mlpFailed, 0, `mlp: ${mlpOk} ok, ${mlpFailed} failed`);
