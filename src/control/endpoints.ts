@@ -3,13 +3,18 @@
 // format servable, signature policy, ONNX declared schema vs the model), then records the
 // desired state; the reconciler makes it so.
 
+import { systemClock, type Clock } from '../core/clock.ts';
 import { kilnError } from '../core/errors.ts';
 import type { Registry } from '../registry/registry.ts';
 import { checkName } from '../registry/names.ts';
 import { servableFormats } from '../runtimes/load-runtime.ts';
 import type { EndpointRecord } from '../store/serving-records.ts';
 import type { Reconciler, ReplicaStatus } from './reconciler.ts';
-import { completeEndpointConfig, type EndpointConfigInput } from './serving-defaults.ts';
+import {
+  completeEndpointConfig,
+  workerRevision,
+  type EndpointConfigInput,
+} from './serving-defaults.ts';
 
 export interface DeployRequest {
   readonly model: string;
@@ -26,7 +31,7 @@ export interface EndpointView extends EndpointRecord {
     readonly ready: boolean;
     readonly readyReplicas: number;
     readonly reason: string | null;
-    readonly replicas: readonly Omit<ReplicaStatus, 'endpoint' | 'model' | 'slot'>[];
+    readonly replicas: readonly Omit<ReplicaStatus, 'endpoint' | 'model' | 'slot' | 'revision'>[];
   };
 }
 
@@ -35,6 +40,7 @@ export class EndpointService {
     private readonly registry: Registry,
     private readonly reconciler: Reconciler,
     private readonly gatewayUrl: () => string,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   async deploy(
@@ -106,17 +112,12 @@ export class EndpointService {
 
   view(record: EndpointRecord): EndpointView {
     const replicas = this.reconciler.replicaStatus(record.name);
-    const current = replicas.filter((r) => r.version === record.version && r.state !== 'stopping');
+    // Replicas of what was deployed last (model, version and worker config): during a rollout
+    // the old revision's still serve, but `kiln deploy --wait` waits for the new one.
+    const revision = workerRevision(record);
+    const current = replicas.filter((r) => r.revision === revision && r.state !== 'stopping');
     const readyReplicas = current.filter((r) => r.state === 'ready').length;
-    const failed = current.find((r) => r.state === 'failed' || r.reason !== null);
-    const reason =
-      readyReplicas > 0
-        ? null
-        : failed !== undefined
-          ? `replica ${failed.id}: ${failed.reason ?? 'failed'}`
-          : current.length > 0
-            ? 'starting'
-            : 'no replica yet';
+    const reason = readyReplicas > 0 ? null : whyNotReady(current, this.clock.now());
     return {
       ...record,
       url: `${this.gatewayUrl()}/v2/models/${record.name}`,
@@ -124,16 +125,47 @@ export class EndpointService {
         ready: readyReplicas > 0,
         readyReplicas,
         reason,
-        replicas: replicas.map(({ id, version, state, url, pid, restarts, reason: why }) => ({
-          id,
-          version,
-          state,
-          url,
-          pid,
-          restarts,
-          reason: why,
-        })),
+        replicas: replicas.map(
+          ({ id, version, state, url, pid, restarts, reason: why, lastFailure, restartAt }) => ({
+            id,
+            version,
+            state,
+            url,
+            pid,
+            restarts,
+            reason: why,
+            lastFailure,
+            restartAt,
+          }),
+        ),
       },
     };
   }
+}
+
+/**
+ * Why an endpoint with no ready replica is not ready, from its current replicas, at every
+ * moment of a restart cycle: a replica failing or failed (with when it starts again), else
+ * one restarting after a failure (`starting (last failure: …)`), else plain `starting`.
+ */
+export function whyNotReady(current: readonly ReplicaStatus[], nowMs: number): string {
+  const failing = current.find((r) => r.state === 'failed') ?? current.find(failingNow);
+  if (failing !== undefined) {
+    const why = failing.lastFailure?.reason ?? failing.reason ?? 'failed';
+    const at = failing.restartAt === null ? Number.NaN : Date.parse(failing.restartAt);
+    const next = Number.isNaN(at)
+      ? ''
+      : ` (next start in ${Math.max(0, Math.ceil((at - nowMs) / 1000))} s)`;
+    return `replica ${failing.id} failed: ${why}${next}`;
+  }
+  for (const { id, lastFailure } of current) {
+    if (lastFailure !== null)
+      return `starting (last failure: replica ${id}: ${lastFailure.reason})`;
+  }
+  return current.length > 0 ? 'starting' : 'no replica yet';
+}
+
+/** Starting, but its worker has already reported a failure (it exits next). */
+function failingNow(replica: ReplicaStatus): boolean {
+  return replica.state === 'starting' && replica.reason !== null && replica.lastFailure === null;
 }

@@ -22,8 +22,10 @@ import type {
 } from '../gateway/routing-snapshot.ts';
 import type { Backend, ReplicaEvent, ReplicaHandle } from './backends/backend.ts';
 import {
+  failureKind,
   planReplicas,
   restartBackoffMs,
+  type FailureKind,
   type ReplicaAction,
   type ReplicaState,
 } from './replica-plan.ts';
@@ -37,12 +39,31 @@ export interface ReplicaStatus {
   readonly endpoint: string;
   readonly model: string;
   readonly version: number;
+  /** What it was started from (serving-defaults.ts: workerRevision). */
+  readonly revision: string;
   readonly slot: number;
   readonly state: ReplicaState;
   readonly url: string | null;
   readonly pid: number | null;
   readonly restarts: number;
+  /**
+   * Why it is not ready: its failure while failed, and `last failure: …` while it restarts
+   * after one (a restart cycle never hides the reason); null once ready.
+   */
   readonly reason: string | null;
+  /** The last failure, kept until the replica is ready again. */
+  readonly lastFailure: ReplicaFailure | null;
+  /** When a failed replica starts again (ISO 8601); null when not failed or not yet known. */
+  readonly restartAt: string | null;
+}
+
+export interface ReplicaFailure {
+  readonly reason: string;
+  /** The error code reported (KILN_ARTIFACT_CORRUPT …); null for a crash or an exit. */
+  readonly code: string | null;
+  readonly kind: FailureKind;
+  /** ISO 8601. */
+  readonly at: string;
 }
 
 interface Replica {
@@ -58,7 +79,13 @@ interface Replica {
   /** The worker's Unix socket (local backend), for the gateway's channel. */
   socketPath: string | null;
   restarts: number;
+  /** The current launch's failure, as reported (a worker reports before it exits). */
   reason: string | null;
+  reasonCode: string | null;
+  /** Kept through restarts until ready: what `starting` shows while it restarts. */
+  lastFailure: ReplicaFailure | null;
+  /** The blobs of the version it serves (known once a launch passed its checks). */
+  digests: ReadonlySet<string>;
   restartAtMs: number | null;
   handle: ReplicaHandle | null;
   /** Which launch of this replica is current: events of an earlier one are stale. */
@@ -151,13 +178,37 @@ export class Reconciler {
         endpoint: r.endpoint,
         model: r.model,
         version: r.version,
+        revision: r.revision,
         slot: r.slot,
         state: r.state,
         url: r.url,
         pid: r.handle?.pid ?? null,
         restarts: r.restarts,
-        reason: r.reason,
+        reason:
+          r.reason ?? (r.lastFailure === null ? null : `last failure: ${r.lastFailure.reason}`),
+        lastFailure: r.lastFailure,
+        restartAt:
+          r.state === 'failed' && r.restartAtMs !== null && Number.isFinite(r.restartAtMs)
+            ? new Date(r.restartAtMs).toISOString()
+            : null,
       }));
+  }
+
+  /**
+   * A blob was stored (uploaded, or uploaded again over a damaged copy): replicas waiting out
+   * a failure that repeats and that serve a version with this blob start again now, rather
+   * than minutes later — the upload may be the repair.
+   */
+  blobStored(sha256: string): void {
+    const now = this.options.clock.now();
+    let retried = false;
+    for (const replica of this.replicas.values()) {
+      if (replica.state !== 'failed' || replica.lastFailure?.kind !== 'repeats') continue;
+      if (!replica.digests.has(sha256) || replica.restartAtMs === null) continue;
+      replica.restartAtMs = Math.min(replica.restartAtMs, now);
+      retried = true;
+    }
+    if (retried) void this.trigger();
   }
 
   async close(): Promise<void> {
@@ -237,6 +288,9 @@ export class Reconciler {
           socketPath: null,
           restarts: 0,
           reason: null,
+          reasonCode: null,
+          lastFailure: null,
+          digests: new Set(),
           restartAtMs: null,
           handle: null,
           launch: 0,
@@ -289,10 +343,13 @@ export class Reconciler {
     try {
       ({ version } = await this.options.registry.trustedVersion(replica.model, replica.version));
     } catch (error) {
-      this.markFailed(replica, error instanceof KilnError ? error.message : String(error));
+      if (error instanceof KilnError) this.markFailed(replica, error.message, error.code);
+      else this.markFailed(replica, String(error));
       return;
     }
+    replica.digests = new Set(version.files.map((f) => f.sha256));
     replica.reason = null;
+    replica.reasonCode = null;
     replica.url = null;
     replica.socketPath = null;
     const serving = workerServingSettings(version.format, endpoint.config);
@@ -347,13 +404,18 @@ export class Reconciler {
     }
   }
 
-  private markFailed(replica: Replica, reason: string): void {
+  /** `code`: the error code reported with the failure; null for a crash. */
+  private markFailed(replica: Replica, reason: string, code: string | null = null): void {
+    const now = this.options.clock.now();
+    const kind = failureKind(code);
     replica.state = 'failed';
     replica.reason = reason;
+    replica.reasonCode = code;
+    replica.lastFailure = { reason, code, kind, at: new Date(now).toISOString() };
     replica.url = null;
     replica.socketPath = null;
     replica.handle = null;
-    replica.restartAtMs = this.options.clock.now() + restartBackoffMs(replica.restarts);
+    replica.restartAtMs = now + restartBackoffMs(replica.restarts, kind);
   }
 
   private onReplicaEvent(replica: Replica, event: ReplicaEvent): void {
@@ -366,12 +428,15 @@ export class Reconciler {
         if (replica.state === 'stopping') return;
         replica.state = 'ready';
         replica.reason = null;
+        replica.reasonCode = null;
+        replica.lastFailure = null;
         this.reportedSchemas.set(`${replica.model}@${replica.version}`, event.schema);
         this.publish();
         void this.trigger();
         return;
       case 'failed':
         replica.reason = event.reason;
+        replica.reasonCode = event.code ?? null;
         return;
       case 'exited':
         if (replica.state === 'stopping') {
@@ -379,7 +444,8 @@ export class Reconciler {
         } else {
           const how =
             event.signal === null ? `code ${event.code ?? '?'}` : `signal ${event.signal}`;
-          this.markFailed(replica, replica.reason ?? `the worker exited (${how})`);
+          if (replica.reason !== null) this.markFailed(replica, replica.reason, replica.reasonCode);
+          else this.markFailed(replica, `the worker exited (${how})`);
         }
         this.publish();
         void this.trigger();

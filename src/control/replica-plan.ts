@@ -8,7 +8,8 @@
 //
 // Rules, per endpoint (desired revision R, N replicas):
 // - slots 0..N-1 of revision R each hold one replica; an empty slot is started;
-// - a failed replica is restarted when its backoff has passed (0.5 s, 1 s, 2 s … 30 s);
+// - a failed replica is restarted when its backoff has passed: 0.5 s, 1 s, 2 s … 30 s after
+//   a crash, 1 min, 2 min … 10 min after a failure that repeats (failureKind);
 // - replicas of R in slots ≥ N are stopped (scale down);
 // - replicas of other revisions keep serving until every slot of R is ready, then stop
 //   (a new revision that never becomes ready never takes the old one's traffic away);
@@ -51,11 +52,49 @@ export type ReplicaAction =
       readonly reason: 'scale-down' | 'replaced' | 'endpoint-deleted';
     };
 
-export const maxBackoffMs = 30_000;
+/**
+ * How a failure is retried. A `crash` (an exit, a kill, a start timeout, a worker that could
+ * not be spawned) may well not happen again: restart soon. A failure that `repeats` is about
+ * the bytes the worker was given — a blob that does not hash to its name, a blob gone, a model
+ * its runtime cannot load: the same launch fails the same way until someone repairs the
+ * registry, so restarting it as fast as a crash only burns a worker start (and a full
+ * re-hash of the model) every 30 s. It waits minutes; a repair (a re-upload of one of its
+ * blobs) retries it at once (Reconciler.blobStored).
+ */
+export type FailureKind = 'crash' | 'repeats';
 
-/** Delay before the n-th restart (n = restarts so far). */
-export function restartBackoffMs(restarts: number): number {
-  return Math.min(maxBackoffMs, 500 * 2 ** Math.min(restarts, 16));
+/**
+ * The error codes a worker (or the launch checks) reports that repeat on a restart. Trust
+ * failures (signature policy) are not here: their check runs in the control plane without a
+ * worker, so re-checking every 30 s costs nothing and picks up a policy change soon.
+ */
+const repeatingCodes: ReadonlySet<string> = new Set([
+  'KILN_ARTIFACT_CORRUPT',
+  'KILN_ARTIFACT_QUARANTINED',
+  'KILN_ARTIFACT_MISSING',
+  'KILN_INVALID_ARTIFACT',
+  'KILN_UNSAFE_ARTIFACT',
+  'KILN_FORMAT_NOT_SERVABLE',
+  'KILN_MODEL_LOAD_FAILED',
+]);
+
+/** The kind of a failure from its error code (null: none reported, as for a crash). */
+export function failureKind(code: string | null): FailureKind {
+  return code !== null && repeatingCodes.has(code) ? 'repeats' : 'crash';
+}
+
+export const maxBackoffMs = 30_000;
+export const maxRepeatBackoffMs = 10 * 60_000;
+
+/** Delay before the n-th restart (n = restarts so far) after a failure of this kind. */
+export function restartBackoffMs(restarts: number, kind: FailureKind = 'crash'): number {
+  const doublings = 2 ** Math.min(restarts, 16);
+  switch (kind) {
+    case 'crash':
+      return Math.min(maxBackoffMs, 500 * doublings);
+    case 'repeats':
+      return Math.min(maxRepeatBackoffMs, 60_000 * doublings);
+  }
 }
 
 export function planReplicas(

@@ -93,7 +93,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     gatewayAcks: options.gateway !== false && !apiOnly,
   });
   let gatewayUrl = '';
-  const endpoints = new EndpointService(registry, reconciler, () => gatewayUrl);
+  const endpoints = new EndpointService(registry, reconciler, () => gatewayUrl, clock);
   let demoModels: string[] = [];
   let app: FastifyInstance | undefined;
   let gateway: GatewayProcess | undefined;

@@ -135,6 +135,13 @@ export const errorRegistry = {
     template: 'artifact file {path} is corrupt on disk: expected sha256 {expected}, found {actual}',
     hint: 'register the model again from its source; the stored copy cannot be trusted',
   },
+  KILN_ARTIFACT_QUARANTINED: {
+    status: 500,
+    retryable: false,
+    template:
+      'artifact file {path} is corrupt on disk: its blob (sha256 {digest}) failed verification and was quarantined',
+    hint: 'upload the file again (`kiln models register` uploads what the store lacks)',
+  },
   KILN_ARTIFACT_MISSING: {
     status: 500,
     retryable: false,

@@ -175,16 +175,14 @@ export class ArtifactStore {
     };
   }
 
-  /** Re-hashes one blob; throws KILN_ARTIFACT_MISSING / KILN_ARTIFACT_CORRUPT. */
+  /** Re-hashes one blob; throws KILN_ARTIFACT_MISSING / _QUARANTINED / _CORRUPT. */
   async verifyFile(file: ManifestFile): Promise<void> {
     const path = this.blobPath(file.sha256);
     const hash = createHash('sha256');
     try {
       await pipeline(createReadStream(path), hash);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-        throw kilnError('KILN_ARTIFACT_MISSING', { path: file.path, digest: file.sha256 });
-      }
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw await this.missing(file);
       throw error;
     }
     const actual = hash.digest('hex');
@@ -205,6 +203,17 @@ export class ArtifactStore {
     await rename(this.blobPath(sha256), join(folder, `${sha256}.${Date.now()}`)).catch(
       () => undefined, // already moved by a concurrent check
     );
+  }
+
+  /**
+   * Why a blob is not there: set aside as corrupt by an earlier check (still corrupt, as far
+   * as anyone loading it is concerned, until the right bytes are uploaded), or just missing.
+   */
+  private async missing(file: ManifestFile): Promise<KilnError> {
+    const quarantined = await readdir(join(this.root, 'quarantine')).catch(() => [] as string[]);
+    return quarantined.some((name) => name.startsWith(`${file.sha256}.`))
+      ? kilnError('KILN_ARTIFACT_QUARANTINED', { path: file.path, digest: file.sha256 })
+      : kilnError('KILN_ARTIFACT_MISSING', { path: file.path, digest: file.sha256 });
   }
 
   async verify(files: readonly ManifestFile[]): Promise<{ files: number; bytes: number }> {
@@ -235,9 +244,7 @@ export class ArtifactStore {
             createWriteStream(target, { flags: 'wx' }),
           );
         } catch (error) {
-          if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-            throw kilnError('KILN_ARTIFACT_MISSING', { path: file.path, digest: file.sha256 });
-          }
+          if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw await this.missing(file);
           throw error;
         }
         const actual = hash.hash.digest('hex');

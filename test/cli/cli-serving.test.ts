@@ -187,8 +187,21 @@ void test('deploy --wait an ONNX model on two replicas, with runtime settings', 
   });
   // Deploying again with one setting changes that setting only: still two replicas, the
   // runtime settings kept, batching on with the queue given and the platform's defaults.
-  const updated = await json<Endpoint>(['deploy', 'mlp', '--endpoint', 'mlp', '--queue', '64']);
+  // A worker setting is a rollout: --wait, so the tests after this one see it finished (two
+  // ready replicas of the new config, not the old ones still serving beside the new).
+  const updated = await json<Endpoint>([
+    'deploy',
+    'mlp',
+    '--endpoint',
+    'mlp',
+    '--queue',
+    '64',
+    '--wait',
+    '--timeout-s',
+    '60',
+  ]);
   assert.equal(updated.replicas, 2);
+  assert.equal(updated.status.readyReplicas, 2);
   assert.deepEqual(updated.config, {
     intraOpThreads: 1,
     interOpThreads: 1,
@@ -394,8 +407,10 @@ void test('kiln up --dev: demo endpoints, no API keys, and the printed examples 
   const dev = await startPlatformProcess(devHome, { gateway: true, args: ['--dev'] });
   try {
     const devCli = new Cli(dev.url, devHome);
-    // The examples follow the two listening lines; wait until the last one is printed.
-    for (let i = 0; i < 40 && !/--replicas 2 --wait\n/.test(dev.stdout()); i++) {
+    // The examples follow the two listening lines; wait until the last one is printed (a
+    // deadline, not a count of polls: a loaded machine prints them late).
+    const printedBy = Date.now() + 60_000;
+    while (!/--replicas 2 --wait\n/.test(dev.stdout()) && Date.now() < printedBy) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const printed = dev.stdout();

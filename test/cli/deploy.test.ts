@@ -32,6 +32,8 @@ function replica(overrides: Partial<ReplicaStatus> = {}): ReplicaStatus {
     pid: 4242,
     restarts: 0,
     reason: null,
+    lastFailure: null,
+    restartAt: null,
     url: 'http://127.0.0.1:40001',
     ...overrides,
   };

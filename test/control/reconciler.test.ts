@@ -14,8 +14,9 @@ import { EndpointService } from '../../src/control/endpoints.ts';
 import { Reconciler } from '../../src/control/reconciler.ts';
 import { ArtifactStore } from '../../src/registry/artifact-store.ts';
 import { Registry } from '../../src/registry/registry.ts';
+import type { Clock } from '../../src/core/clock.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
-import { tempDir } from '../helpers/temp-dir.ts';
+import { FakeClock, tempDir } from '../helpers/temp-dir.ts';
 import { until } from '../helpers/until.ts';
 
 const fixture = new URL('../../fixtures/registry/xgb-binary.json', import.meta.url).pathname;
@@ -83,7 +84,7 @@ class DrivenBackend implements Backend {
   }
 }
 
-async function setup(t: TestContext, options: { startTimeoutMs?: number } = {}) {
+async function setup(t: TestContext, options: { startTimeoutMs?: number; clock?: Clock } = {}) {
   const dir = await tempDir();
   const store = SqliteStore.open(`${dir}/kiln.db`);
   const artifacts = new ArtifactStore(`${dir}/artifacts`);
@@ -103,17 +104,18 @@ async function setup(t: TestContext, options: { startTimeoutMs?: number } = {}) 
     }
   }
   const backend = new DrivenBackend();
+  const clock = options.clock ?? { now: () => Date.now() };
   const reconciler = new Reconciler({
     store,
     registry,
     backend,
-    clock: { now: () => Date.now() },
+    clock,
     auth: 'dev',
     unpublishDelayMs: 0,
     intervalMs: 20,
     ...options,
   });
-  const endpoints = new EndpointService(registry, reconciler, () => '');
+  const endpoints = new EndpointService(registry, reconciler, () => '', clock);
   reconciler.start();
   t.after(async () => {
     for (const entry of backend.launched) if (!entry.exited) backend.exit(entry);
@@ -127,7 +129,7 @@ async function setup(t: TestContext, options: { startTimeoutMs?: number } = {}) 
 }
 
 test('traffic stays on the old version until every slot of the new one is ready', async (t) => {
-  const { backend, endpoints, routed, route } = await setup(t);
+  const { backend, reconciler, endpoints, routed, route } = await setup(t);
   await endpoints.deploy('e', { model: 'a', version: 1, replicas: 3 });
   await until(() => backend.launched.length === 3, 'three v1 launches');
   for (const entry of backend.launched) backend.ready(entry);
@@ -138,7 +140,7 @@ test('traffic stays on the old version until every slot of the new one is ready'
   await until(() => backend.launched.length === 5, 'two v2 launches');
   const [first, second] = backend.launched.slice(3);
   backend.ready(first!);
-  await new Promise((resolve) => setTimeout(resolve, 60)); // a few reconcile passes
+  await reconciler.trigger(); // resolves after a whole pass that saw the ready replica
   assert.deepEqual(routed(), v1, 'one of two new replicas ready: the old version serves');
   assert.equal(route()?.version, 1);
   assert.ok(backend.launched.slice(0, 3).every((l) => !l.stopRequested));
@@ -174,7 +176,11 @@ test('another model, or another worker config, on the same endpoint is rolled ou
   });
   await until(() => backend.launched.length === 3, 'a launch with the new config');
   assert.equal(backend.launched[2]!.launch.batching?.maxBatchSize, 4);
+  // The old config still serves, but the status counts what was deployed (what --wait waits
+  // for): not ready until the new config's replica is.
+  assert.equal((await endpoints.get('e')).status.readyReplicas, 0);
   backend.ready(backend.launched[2]!);
+  assert.equal((await endpoints.get('e')).status.readyReplicas, 1);
   await until(() => backend.launched[1]!.stopRequested, 'the old config stopped');
 
   // Only the gateway's concurrency limit changes: no worker reads it, nothing restarts.
@@ -202,7 +208,7 @@ test('a slot refilled while its old replica still drains gets a replica of its o
   assert.notEqual(refill!.launch.replicaId, draining!.launch.replicaId);
   backend.ready(refill!);
   backend.exit(draining!); // the old one finally exits
-  await new Promise((resolve) => setTimeout(resolve, 60)); // a few reconcile passes
+  await reconciler.trigger(); // a whole pass after both events
   // Exactly the two running workers are tracked; nothing was started behind them.
   assert.equal(backend.launched.length, 3);
   const tracked = reconciler.replicaStatus('e').map((r) => r.id);
@@ -218,16 +224,22 @@ test('a slot refilled while its old replica still drains gets a replica of its o
 });
 
 test('a replica not ready within the start timeout is stopped and started again', async (t) => {
-  const { backend, reconciler, endpoints } = await setup(t, { startTimeoutMs: 100 });
+  const clock = new FakeClock();
+  const { backend, reconciler, endpoints } = await setup(t, { startTimeoutMs: 100, clock });
   await endpoints.deploy('e', { model: 'a', version: 1, replicas: 1 });
   await until(() => backend.launched.length === 1, 'the first launch');
   const hung = backend.launched[0]!; // never listens, never gets ready
+  clock.advance(100);
   await until(() => hung.stopRequested, 'the hung worker asked to stop');
   assert.match(reconciler.replicaStatus('e')[0]?.reason ?? '', /the worker was not ready within/);
-  // No new launch while the hung worker is still there (it would reuse its folder).
-  await new Promise((resolve) => setTimeout(resolve, 700));
+  // No new launch while the hung worker is still there (it would reuse its folder), however
+  // long it takes to go.
+  clock.advance(3_600_000);
+  await reconciler.trigger();
   assert.equal(backend.launched.length, 1);
   backend.exit(hung);
+  await until(() => reconciler.replicaStatus('e')[0]?.restartAt !== null, 'a restart time');
+  clock.advance(500); // a crash's first backoff
   await until(() => backend.launched.length === 2, 'a second launch once it is gone');
   // What the first launch reports now is stale: its late 'ready' changes nothing.
   backend.ready(hung);
@@ -248,4 +260,136 @@ test('a replica the backend cannot start is failed with the reason and retried',
   await until(() => backend.launched.length === 1, 'the retry after its backoff');
   backend.ready(backend.launched[0]!);
   await until(() => reconciler.replicaStatus('e')[0]?.state === 'ready', 'ready');
+});
+
+/** The status of endpoint e's only replica, and the endpoint's reason. */
+function seen(reconciler: Reconciler, endpoints: EndpointService) {
+  const replica = reconciler.replicaStatus('e')[0];
+  assert.ok(replica !== undefined);
+  return { replica, reason: endpoints.view({ ...endpointRecord, name: 'e' }).status.reason ?? '' };
+}
+
+const endpointRecord = {
+  name: 'e',
+  team: 'default',
+  model: 'a',
+  version: 1,
+  ref: '1',
+  replicas: 1,
+  config: {},
+  createdAt: '',
+  updatedAt: '',
+};
+
+const corrupt = 'artifact file model.json is corrupt on disk: expected sha256 aa…, found bb…';
+
+test('a corrupt artifact waits minutes, not a crash backoff, and its reason shows at every moment', async (t) => {
+  const clock = new FakeClock();
+  const { backend, reconciler, endpoints } = await setup(t, { clock });
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 1 });
+  await until(() => backend.launched.length === 1, 'the first launch');
+  const first = backend.launched[0]!;
+  assert.equal(seen(reconciler, endpoints).reason, 'starting');
+
+  // The worker reports the failure, then exits (exit code 3): named before and after the exit.
+  first.emit({ kind: 'failed', reason: corrupt, code: 'KILN_ARTIFACT_CORRUPT' });
+  assert.equal(
+    seen(reconciler, endpoints).reason,
+    `replica ${first.launch.replicaId} failed: ${corrupt}`,
+  );
+  first.emit({ kind: 'exited', code: 3, signal: null });
+  const failed = seen(reconciler, endpoints);
+  assert.equal(failed.replica.state, 'failed');
+  assert.equal(failed.replica.reason, corrupt);
+  assert.deepEqual(failed.replica.lastFailure, {
+    reason: corrupt,
+    code: 'KILN_ARTIFACT_CORRUPT',
+    kind: 'repeats',
+    at: new Date(clock.now()).toISOString(),
+  });
+  assert.equal(failed.replica.restartAt, new Date(clock.now() + 60_000).toISOString());
+  assert.equal(
+    failed.reason,
+    `replica ${first.launch.replicaId} failed: ${corrupt} (next start in 60 s)`,
+  );
+
+  // Past any crash backoff (30 s at most): still waiting, still saying why.
+  clock.advance(59_999);
+  await reconciler.trigger();
+  assert.equal(backend.launched.length, 1);
+  assert.match(seen(reconciler, endpoints).reason, /corrupt on disk.*\(next start in 1 s\)$/);
+
+  // Its minute is up: started again, and while it starts the last failure is shown.
+  clock.advance(1);
+  await reconciler.trigger();
+  assert.equal(backend.launched.length, 2);
+  const restarting = seen(reconciler, endpoints);
+  assert.equal(restarting.replica.state, 'starting');
+  assert.equal(restarting.replica.restarts, 1);
+  assert.equal(restarting.replica.reason, `last failure: ${corrupt}`);
+  assert.equal(
+    restarting.reason,
+    `starting (last failure: replica ${first.launch.replicaId}: ${corrupt})`,
+  );
+
+  // Failing the same way again doubles the wait.
+  backend.launched[1]!.emit({ kind: 'failed', reason: corrupt, code: 'KILN_ARTIFACT_QUARANTINED' });
+  backend.exit(backend.launched[1]!);
+  assert.equal(
+    seen(reconciler, endpoints).replica.restartAt,
+    new Date(clock.now() + 120_000).toISOString(),
+  );
+
+  // Ready at last (repaired): no reason, no last failure.
+  clock.advance(120_000);
+  await reconciler.trigger();
+  assert.equal(backend.launched.length, 3);
+  backend.ready(backend.launched[2]!);
+  const ready = seen(reconciler, endpoints);
+  assert.equal(ready.replica.state, 'ready');
+  assert.equal(ready.replica.reason, null);
+  assert.equal(ready.replica.lastFailure, null);
+  assert.equal(endpoints.view(endpointRecord).status.reason, null);
+});
+
+test('a crash restarts after the crash backoff and is shown as the last failure meanwhile', async (t) => {
+  const clock = new FakeClock();
+  const { backend, reconciler, endpoints } = await setup(t, { clock });
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 1 });
+  await until(() => backend.launched.length === 1, 'the first launch');
+  const first = backend.launched[0]!;
+  backend.ready(first);
+  first.emit({ kind: 'exited', code: null, signal: 'SIGKILL' });
+  const crashed = seen(reconciler, endpoints).replica;
+  assert.equal(crashed.reason, 'the worker exited (signal SIGKILL)');
+  assert.equal(crashed.lastFailure?.kind, 'crash');
+  assert.equal(crashed.restartAt, new Date(clock.now() + 500).toISOString());
+  clock.advance(500);
+  await reconciler.trigger();
+  assert.equal(backend.launched.length, 2);
+  assert.equal(
+    seen(reconciler, endpoints).reason,
+    `starting (last failure: replica ${first.launch.replicaId}: the worker exited (signal SIGKILL))`,
+  );
+});
+
+test('uploading a blob that a replica failed on retries it at once; other blobs do not', async (t) => {
+  const clock = new FakeClock();
+  const { backend, reconciler, endpoints } = await setup(t, { clock });
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 1 });
+  await until(() => backend.launched.length === 1, 'the first launch');
+  const first = backend.launched[0]!;
+  first.emit({ kind: 'failed', reason: corrupt, code: 'KILN_ARTIFACT_CORRUPT' });
+  backend.exit(first);
+  reconciler.blobStored('0'.repeat(64));
+  await reconciler.trigger();
+  assert.equal(backend.launched.length, 1);
+  reconciler.blobStored(first.launch.files[0]!.sha256);
+  await reconciler.trigger();
+  assert.equal(backend.launched.length, 2, 'retried without waiting out its minute');
+  // A crash is not something an upload repairs: it keeps its own (short) backoff.
+  backend.launched[1]!.emit({ kind: 'exited', code: 1, signal: null });
+  const restartAt = seen(reconciler, endpoints).replica.restartAt;
+  reconciler.blobStored(first.launch.files[0]!.sha256);
+  assert.equal(seen(reconciler, endpoints).replica.restartAt, restartAt);
 });

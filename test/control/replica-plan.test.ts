@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  failureKind,
   planReplicas,
   restartBackoffMs,
   type DesiredEndpoint,
@@ -54,11 +55,36 @@ test('a failed replica restarts only after its backoff', () => {
   ]);
 });
 
-test('backoff doubles from 0.5 s and caps at 30 s', () => {
+test('backoff after a crash doubles from 0.5 s and caps at 30 s', () => {
   assert.deepEqual(
-    [0, 1, 2, 3, 6, 7, 100].map(restartBackoffMs),
+    [0, 1, 2, 3, 6, 7, 100].map((n) => restartBackoffMs(n)),
     [500, 1000, 2000, 4000, 30_000, 30_000, 30_000],
   );
+  assert.deepEqual(
+    [0, 1, 6].map((n) => restartBackoffMs(n, 'crash')),
+    [500, 1000, 30_000],
+  );
+});
+
+test('a failure that repeats waits minutes: from 1 min, doubling, capped at 10 min', () => {
+  assert.deepEqual(
+    [0, 1, 2, 3, 4, 100].map((n) => restartBackoffMs(n, 'repeats')),
+    [60_000, 120_000, 240_000, 480_000, 600_000, 600_000],
+  );
+  // Always longer than a crash's, at any count of restarts so far.
+  for (let n = 0; n < 40; n++) assert.ok(restartBackoffMs(n, 'repeats') > restartBackoffMs(n));
+});
+
+test('what the bytes or the model cause repeats; crashes and trust failures do not', () => {
+  for (const code of [
+    'KILN_ARTIFACT_CORRUPT',
+    'KILN_ARTIFACT_QUARANTINED',
+    'KILN_ARTIFACT_MISSING',
+    'KILN_MODEL_LOAD_FAILED',
+  ])
+    assert.equal(failureKind(code), 'repeats', code);
+  for (const code of [null, 'KILN_INTERNAL', 'KILN_SIGNATURE_REQUIRED', 'KILN_SOMETHING_NEW'])
+    assert.equal(failureKind(code), 'crash', String(code));
 });
 
 test('scale down stops the highest slots', () => {

@@ -80,7 +80,16 @@ test('a version swap and a scale-down under load lose no request', async () => {
     }
   });
 
-  await new Promise((r) => setTimeout(r, 500));
+  // Each step waits for answers, not for a pause: the load is on when the swap starts, and
+  // requests are answered after each change, however slow the machine.
+  const answered = (version: string): number => versions.get(version) ?? 0;
+  const moreAnswers = async (version: string): Promise<void> => {
+    const before = answered(version);
+    await waitUntil(`more answers from version ${version}`, () =>
+      Promise.resolve(answered(version) >= before + 8),
+    );
+  };
+  await moreAnswers('1');
   await call(platform.url, 'PUT', '/api/v1/endpoints/swap', {
     model: 'swap-model',
     version: 2,
@@ -90,14 +99,14 @@ test('a version swap and a scale-down under load lose no request', async () => {
     const s = await endpoint();
     return s.status.readyReplicas === 2 && s.status.replicas.every((r) => r.version === 2);
   });
-  await new Promise((r) => setTimeout(r, 500));
+  await moreAnswers('2');
   await call(platform.url, 'PUT', '/api/v1/endpoints/swap', {
     model: 'swap-model',
     version: 2,
     replicas: 1,
   });
   await waitUntil('one replica left', async () => (await endpoint()).status.replicas.length === 1);
-  await new Promise((r) => setTimeout(r, 500));
+  await moreAnswers('2');
   stop = true;
   await Promise.all(clients);
 

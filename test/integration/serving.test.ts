@@ -261,14 +261,17 @@ test('kill -9 of one endpoint worker under load: the other endpoint loses nothin
       }
     }),
   ];
-  await new Promise((r) => setTimeout(r, 500));
+  // Conditions, not pauses: load on both endpoints before the kill, a replica restarted and
+  // ready after it (restarts >= 1 says it is not the killed one), and fraud answering again.
+  const fraudOk = (): number => fraudStatuses.get(200) ?? 0;
+  await waitUntil('answers from both endpoints', () => Promise.resolve(mlpOk > 0 && fraudOk() > 0));
   process.kill(pid, 'SIGKILL');
-  await new Promise((r) => setTimeout(r, 1500));
   await waitUntil('fraud to recover', async () => {
     const s = (await call(platform.url, 'GET', '/api/v1/endpoints/fraud')).body as EndpointBody;
     return s.status.ready && s.status.replicas.some((r) => r.restarts >= 1 && r.state === 'ready');
   });
-  await new Promise((r) => setTimeout(r, 300));
+  const okBeforeRecovery = fraudOk();
+  await waitUntil('fraud answering again', () => Promise.resolve(fraudOk() > okBeforeRecovery));
   stop = true;
   await Promise.all(loops);
   assert.equal(mlpFailed, 0, `mlp: ${mlpOk} ok, ${mlpFailed} failed`);
@@ -278,7 +281,7 @@ test('kill -9 of one endpoint worker under load: the other endpoint loses nothin
   assert.equal(after.status, 200);
 });
 
-test('a corrupted blob keeps the endpoint not ready, with the reason in kiln endpoints show', async () => {
+test('a corrupted blob keeps the endpoint not ready, with the reason in kiln endpoints show, until it is uploaded again', async () => {
   const files = await readArtifact(`${fixtures}xgb-binary.json`);
   // Different bytes from the 'fraud' model's (trailing whitespace), so no blob is shared.
   const altered = { ...files[0]!, data: Buffer.concat([files[0]!.data, Buffer.from('\n')]) };
@@ -297,13 +300,19 @@ test('a corrupted blob keeps the endpoint not ready, with the reason in kiln end
     (await call(platform.url, 'PUT', '/api/v1/endpoints/fragile', { model: 'fragile' })).status,
     201,
   );
-  await waitUntil('the replica to fail', async () => {
-    const s = (await call(platform.url, 'GET', '/api/v1/endpoints/fragile')).body as EndpointBody;
-    return s.status.reason?.includes('corrupt') === true;
-  });
-  const status = (await call(platform.url, 'GET', '/api/v1/endpoints/fragile'))
-    .body as EndpointBody;
-  assert.equal(status.status.ready, false);
+  const status = async (): Promise<EndpointBody> =>
+    (await call(platform.url, 'GET', '/api/v1/endpoints/fragile')).body as EndpointBody;
+  await waitUntil(
+    'the replica to fail',
+    async () => (await status()).status.reason?.includes('corrupt') === true,
+  );
+  // From then on every look names the corruption, whatever the phase of its restart cycle
+  // (failed, waiting, starting again: the worker then finds the blob quarantined).
+  for (let i = 0; i < 5; i++) {
+    const seen = await status();
+    assert.equal(seen.status.ready, false);
+    assert.match(seen.status.reason ?? '', /corrupt on disk/, JSON.stringify(seen.status));
+  }
   // Asynchronously: the API that the CLI calls is served by this very process.
   const { execFile } = await import('node:child_process');
   const { promisify } = await import('node:util');
@@ -312,7 +321,7 @@ test('a corrupted blob keeps the endpoint not ready, with the reason in kiln end
     ['bin/kiln.js', 'endpoints', 'show', 'fragile', '--url', platform.url],
     { cwd: new URL('../../', import.meta.url).pathname, encoding: 'utf8' },
   );
-  assert.match(shown, /corrupt/);
+  assert.match(shown, /reason: +.*corrupt on disk/);
   const result = await infer(platform, 'fragile', inferBody('input', expected.xgboost.inputs));
   assert.equal(result.status, 503);
   assert.equal(result.body.code, 'KILN_NO_READY_REPLICA');
@@ -320,5 +329,22 @@ test('a corrupted blob keeps the endpoint not ready, with the reason in kiln end
     errorCode(await call(platform.url, 'DELETE', '/api/v1/models/fragile/versions/1')),
     'KILN_VERSION_IN_USE',
   );
+  // The repair: the right bytes uploaded again. A corrupt blob waits minutes between starts
+  // (it would fail the same way); the upload starts it again at once.
+  const upload = await call(platform.url, 'PUT', `/api/v1/blobs/${file.sha256}`, file.data, {
+    'content-type': 'application/octet-stream',
+  });
+  assert.equal(upload.status, 201, JSON.stringify(upload.body));
+  await waitUntil(
+    'fragile ready after the upload',
+    async () => {
+      const ready = await fetch(`${platform.gatewayUrl}/v2/models/fragile/ready`);
+      await ready.arrayBuffer();
+      return ready.status === 200;
+    },
+    45_000,
+  );
+  const repaired = await infer(platform, 'fragile', inferBody('input', expected.xgboost.inputs));
+  assert.equal(repaired.status, 200, JSON.stringify(repaired.body));
   assert.equal((await call(platform.url, 'DELETE', '/api/v1/endpoints/fragile')).status, 200);
 });

@@ -118,11 +118,18 @@ test('verify and materialize re-hash bytes and refuse a blob corrupted on disk',
     assert.match(error.message, /model\/weights\.bin is corrupt/);
     return true;
   });
-  // The damaged blob is set aside: the store reports it missing, so clients upload it again.
+  // The damaged blob is set aside: the store reports it missing, so clients upload it again,
+  // and a later load still says it is corrupt (quarantined), not merely missing.
   assert.equal(await store.sizeOf(sha(a)), null);
   assert.equal((await readdir(join(store.root, 'quarantine'))).length, 1);
   const out2 = join(await tempDir(), 'loaded');
-  await assert.rejects(store.materialize(files, out2), code('KILN_ARTIFACT_MISSING'));
+  await assert.rejects(store.materialize(files, out2), (error: unknown) => {
+    assert.ok(error instanceof KilnError);
+    assert.equal(error.code, 'KILN_ARTIFACT_QUARANTINED');
+    assert.match(error.message, /model\/weights\.bin is corrupt on disk/);
+    return true;
+  });
+  await assert.rejects(store.verify(files), code('KILN_ARTIFACT_QUARANTINED'));
   await assert.rejects(readdir(out2), /ENOENT/);
   const again = await store.ingest(Readable.from([a]), sha(a), { maxBytes: 100 });
   assert.equal(again.created, true);

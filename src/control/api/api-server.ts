@@ -56,7 +56,11 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     registerServingRoutes(app, options.registry.store, endpoints, reconciler);
   }
   registerModelRoutes(app, options.registry);
-  registerBlobRoutes(app, options.registry.artifacts, options.maxUploadBytes);
+  // A stored blob may repair a replica failing on a damaged copy of it: retry that one now.
+  const reconciler = options.serving?.reconciler;
+  registerBlobRoutes(app, options.registry.artifacts, options.maxUploadBytes, (digest) =>
+    reconciler?.blobStored(digest),
+  );
   await app.ready();
   return app;
 }

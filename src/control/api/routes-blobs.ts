@@ -22,6 +22,8 @@ export function registerBlobRoutes(
   app: FastifyInstance,
   artifacts: ArtifactStore,
   maxUploadBytes: number,
+  /** Told of every blob stored (a first upload or a repair). */
+  onStored: (sha256: string) => void = () => undefined,
 ): void {
   // Scoped so only these routes receive the raw request stream as their body.
   void app.register((scope, _options, done) => {
@@ -67,6 +69,7 @@ export function registerBlobRoutes(
             expectedSize,
             maxBytes: maxUploadBytes,
           });
+          onStored(digest);
           return await reply.code(result.created ? 201 : 200).send(result);
         } catch (error) {
           reply.header('connection', 'close');

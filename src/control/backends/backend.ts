@@ -16,7 +16,12 @@ export type ReplicaEvent =
       readonly socketPath: string | null;
     }
   | { readonly kind: 'ready'; readonly schema: ModelSchema; readonly memoryBytes: number }
-  | { readonly kind: 'failed'; readonly reason: string }
+  | {
+      readonly kind: 'failed';
+      readonly reason: string;
+      /** The error code the worker reported (KILN_ARTIFACT_CORRUPT …); absent: none. */
+      readonly code?: string;
+    }
   | { readonly kind: 'exited'; readonly code: number | null; readonly signal: string | null };
 
 export interface ReplicaHandle {

@@ -95,7 +95,7 @@ export class LocalBackend implements Backend {
           });
           break;
         case 'failed':
-          onEvent({ kind: 'failed', reason: event.message });
+          onEvent({ kind: 'failed', reason: event.message, code: event.code });
           break;
       }
     });
