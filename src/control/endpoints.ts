@@ -26,6 +26,13 @@ export interface EndpointView extends EndpointRecord {
     readonly ready: boolean;
     readonly readyReplicas: number;
     readonly reason: string | null;
+    /**
+     * The gateway's bound on this endpoint's infer requests in flight (beyond: 429), as in
+     * the routing snapshot the gateway holds: the configured `maxConcurrency`, else derived
+     * from the ready replicas. null while the endpoint is in no snapshot (just deleted).
+     */
+    readonly maxConcurrency: number | null;
+    readonly maxConcurrencySource: 'configured' | 'derived' | null;
     readonly replicas: readonly Omit<ReplicaStatus, 'endpoint' | 'model' | 'slot'>[];
   };
 }
@@ -117,6 +124,7 @@ export class EndpointService {
           : current.length > 0
             ? 'starting'
             : 'no replica yet';
+    const route = this.reconciler.routing.current().endpoints.find((e) => e.name === record.name);
     return {
       ...record,
       url: `${this.gatewayUrl()}/v2/models/${record.name}`,
@@ -124,6 +132,8 @@ export class EndpointService {
         ready: readyReplicas > 0,
         readyReplicas,
         reason,
+        maxConcurrency: route?.maxConcurrency ?? null,
+        maxConcurrencySource: route?.maxConcurrencySource ?? null,
         replicas: replicas.map(({ id, version, state, url, pid, restarts, reason: why }) => ({
           id,
           version,
