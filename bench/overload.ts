@@ -15,12 +15,15 @@
 //   serving path and every refusal (~30 µs of gateway CPU) is taken from serving: it
 //   measures the price of a 429, not the model's overload.
 // The guard in both: the gateway's per-endpoint `maxConcurrency`, which refuses before
-// reading a byte of the body (429 KILN_ENDPOINT_BUSY, Retry-After: 1).
+// reading a byte of the body (429 KILN_ENDPOINT_BUSY, Retry-After: 1); configured here at
+// the knee, tighter than the bound every endpoint gets by default.
 //
 // Per scenario:
-// 1. Capacity: the endpoint without a limit, closed loop at 4, 8, 16 and 32 connections, 3 s
-//    each, with the JavaScript client (bench/_load.ts), the same client as the open loop, so
-//    the client's own CPU cost per request is the same on both sides. Capacity = the best.
+// 1. Capacity: the endpoint without a configured limit (its derived bound, 256 for heavy's
+//    queue and 64 for unbatched trees, is above the sweep), closed loop at 4, 8, 16 and 32
+//    connections, 3 s each, with the JavaScript client (bench/_load.ts), the same client as
+//    the open loop, so the client's own CPU cost per request is the same on both sides.
+//    Capacity = the best.
 // 2. maxConcurrency = the fewest connections that reached 90 % of capacity (the knee: more
 //    in flight only adds queueing, Little's law), deployed as the endpoint `<scenario>-guarded`.
 // 3. A burst of 4 × maxConcurrency requests at once, to show the 429s and their Retry-After.

@@ -31,6 +31,13 @@ export interface EndpointView extends EndpointRecord {
     readonly ready: boolean;
     readonly readyReplicas: number;
     readonly reason: string | null;
+    /**
+     * The gateway's bound on this endpoint's infer requests in flight (beyond: 429), as in
+     * the routing snapshot the gateway holds: the configured `maxConcurrency`, else derived
+     * from the ready replicas. null while the endpoint is in no snapshot (just deleted).
+     */
+    readonly maxConcurrency: number | null;
+    readonly maxConcurrencySource: 'configured' | 'derived' | null;
     readonly replicas: readonly Omit<ReplicaStatus, 'endpoint' | 'model' | 'slot' | 'revision'>[];
   };
 }
@@ -118,6 +125,7 @@ export class EndpointService {
     const current = replicas.filter((r) => r.revision === revision && r.state !== 'stopping');
     const readyReplicas = current.filter((r) => r.state === 'ready').length;
     const reason = readyReplicas > 0 ? null : whyNotReady(current, this.clock.now());
+    const route = this.reconciler.routing.current().endpoints.find((e) => e.name === record.name);
     return {
       ...record,
       url: `${this.gatewayUrl()}/v2/models/${record.name}`,
@@ -125,6 +133,8 @@ export class EndpointService {
         ready: readyReplicas > 0,
         readyReplicas,
         reason,
+        maxConcurrency: route?.maxConcurrency ?? null,
+        maxConcurrencySource: route?.maxConcurrencySource ?? null,
         replicas: replicas.map(
           ({ id, version, state, url, pid, restarts, reason: why, lastFailure, restartAt }) => ({
             id,

@@ -30,6 +30,7 @@ import {
   type ReplicaState,
 } from './replica-plan.ts';
 import { RoutingTable } from './routing-table.ts';
+import { derivedMaxConcurrency, replicaBound } from '../gateway/admission-bound.ts';
 import { workerRevision, workerServingSettings } from './serving-defaults.ts';
 
 export const defaultMaxBodyBytes = 32 * 1024 * 1024;
@@ -475,15 +476,28 @@ export class Reconciler {
     const model = serving[0]?.model ?? endpoint.model;
     const version = serving[0]?.version ?? endpoint.version;
     const key = `${model}@${version}`;
+    const format = this.formats.get(key) ?? 'onnx';
+    // The gateway's bound, computed here so the gateway and the endpoint view report one
+    // number: the configured one, else what the serving replicas hold (admission-bound.ts;
+    // from the endpoint's config now, so a rollout that changes batching counts the old
+    // replicas at the new figure until it completes).
+    const configured = endpoint.config.maxConcurrency;
+    const oneReplica = replicaBound(workerServingSettings(format, endpoint.config).batching);
     return {
       name: endpoint.name,
       team: endpoint.team,
       model,
       version,
-      format: this.formats.get(key) ?? 'onnx',
+      format,
       schema: this.declaredSchemas.get(key) ?? this.reportedSchemas.get(key) ?? null,
       maxBodyBytes: endpoint.config.maxBodyBytes ?? defaultMaxBodyBytes,
-      maxConcurrency: endpoint.config.maxConcurrency ?? null,
+      maxConcurrency:
+        configured ??
+        derivedMaxConcurrency(
+          serving.map(() => oneReplica),
+          oneReplica,
+        ),
+      maxConcurrencySource: configured === undefined ? 'derived' : 'configured',
       // Every replica a backend starts is a Kiln worker, so it offers the channel.
       replicas: serving.map((r) => ({
         id: r.id,

@@ -3,7 +3,10 @@
 //
 //   - one ConcurrencyGate per endpoint: at most `maxConcurrency` requests in flight at this
 //     gateway (429 KILN_ENDPOINT_BUSY beyond), so a flood on one endpoint cannot take the
-//     gateway's (and the workers') capacity from the others;
+//     gateway's (and the workers') capacity from the others, and no endpoint queues without
+//     limit (every snapshot endpoint has a bound: configured or derived, admission-bound.ts).
+//     A full gate refuses at the door; a request takes its slot only once its body is in
+//     (infer-exchange.ts), so slow uploads hold none;
 //   - one TokenBucket per team: `requestsPerSecond` sustained, `burst` at once (429
 //     KILN_RATE_LIMITED beyond).
 //
@@ -16,7 +19,7 @@ import type { RoutingSnapshot } from './routing-snapshot.ts';
 import { TokenBucket } from './token-bucket.ts';
 
 export class ConcurrencyGate {
-  /** Admitted infer requests not yet finished. */
+  /** Infer requests holding a slot (body in, not yet finished). */
   inflight = 0;
 
   constructor(
@@ -67,6 +70,11 @@ export class Admission {
   /** The endpoint's gate (an unlimited one for an endpoint the last sync did not list). */
   gateFor(endpoint: string): ConcurrencyGate {
     return this.gates.get(endpoint) ?? new ConcurrencyGate(null);
+  }
+
+  /** Each endpoint's gate, for the metrics (read when they are scraped). */
+  allGates(): ReadonlyMap<string, ConcurrencyGate> {
+    return this.gates;
   }
 
   /** The team's bucket, or null when the team has no limit. */

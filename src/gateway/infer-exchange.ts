@@ -2,14 +2,20 @@
 // carries the whole lifecycle and is itself the undici dispatch handler, so the path needs
 // no per-request closures:
 //
-//   readBody (holds a slot of the endpoint's concurrency gate until finish)
-//     ─▶ onBodyData* (count bytes, 413 past maxBodyBytes) ─▶ onBodyEnd
+//   readBody ─▶ onBodyData* (count bytes, 413 past maxBodyBytes) ─▶ onBodyEnd
+//     ─▶ take a slot of the endpoint's concurrency gate (429 busy if none), held until finish
 //     ─▶ checkInferBody (lenient JSON + compiled schema; 400, the worker sees nothing)
 //     ─▶ send: pick replica (least outstanding) ─▶ pool.dispatch(original bytes)
 //     ─▶ onResponseStart / onResponseData* / onResponseEnd (small answers with a length are
 //        sent in one write at the end; others are streamed back as they arrive)
 //     └▶ onResponseError before any response on a lost connection: eject the replica and
 //        send once more to another one; else 503 (retryable, Retry-After: 1) or 504.
+//
+// A request still uploading its body holds no slot: a slot is taken once the body is in,
+// so clients trickling bodies (bounded by the client timeout, 408) cannot fill the bound
+// and starve requests that arrived whole. The door (v2-routes.ts) already refused, without
+// reading, any request that found the gate full; the slot is released in `finish`, which
+// every ending goes through (answer, error, client gone, timeout; a retry keeps it).
 //
 // Metadata requests for endpoints without a schema in the snapshot take the same path
 // from `send` on (GET, no body, not counted in the request metrics).
@@ -91,8 +97,10 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
   private heldChunks: Buffer[] = [];
   private status = 0;
   private done = false;
-  /** The endpoint's in-flight slot this request holds (infer), released at finish. */
+  /** The endpoint's gate (infer): a slot is taken once the body is in. */
   private gate: ConcurrencyGate | null = null;
+  /** Whether this request holds a slot of `gate` (released at finish). */
+  private holdsSlot = false;
   private readonly upstreamHeaders: string[];
   /** Cuts a streamed answer the client stopped reading (armed while paused on it). */
   private stallTimer: NodeJS.Timeout | null = null;
@@ -132,9 +140,8 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     res.on('close', onResponseClose);
   }
 
-  /** Takes a slot of `gate` until finished, reads the body, then checks and sends it. */
+  /** Reads the body, then takes a slot of `gate` (until finished), checks and sends it. */
   readBody(gate: ConcurrencyGate): void {
-    gate.enter();
     this.gate = gate;
     this.req.on('data', onRequestData);
     this.req.on('end', onRequestEnd);
@@ -173,6 +180,21 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
 
   onBodyEnd(): void {
     if (this.done) return;
+    const gate = this.gate;
+    if (gate !== null) {
+      if (gate.isFull()) {
+        // Filled while this body was arriving: refused now, as it would have been at the door.
+        this.chunks = [];
+        const headers = this.ownHeaders();
+        headers.push('kiln-model-version', this.entry.versionText, 'retry-after', '1');
+        const params = { endpoint: this.entry.name, limit: gate.limit ?? 0 };
+        this.finish(sendV2Error(this.res, 'KILN_ENDPOINT_BUSY', params, headers));
+        this.entry.series.rejected('busy');
+        return;
+      }
+      gate.enter();
+      this.holdsSlot = true;
+    }
     const chunks = this.chunks;
     const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.receivedBytes);
     this.chunks = [];
@@ -470,8 +492,10 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     if (this.done) return;
     this.done = true;
     this.clearStallTimer();
-    this.gate?.leave();
-    this.gate = null;
+    if (this.holdsSlot) {
+      this.holdsSlot = false;
+      this.gate!.leave();
+    }
     const series = this.series;
     if (series !== null) {
       series.inflight.dec();

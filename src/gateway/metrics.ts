@@ -13,7 +13,13 @@ export const unknownLabel = '_unknown';
 export type UpstreamErrorReason =
   'refused' | 'reset' | 'connect_timeout' | 'timeout' | 'response_aborted' | 'other';
 
-/** Why the gateway refused an infer request before reading it (429). */
+/** What the metrics read of an endpoint's concurrency gate (admission.ts). */
+export interface GateView {
+  readonly inflight: number;
+  readonly limit: number | null;
+}
+
+/** Why the gateway refused an infer request at admission (429). */
 export type RejectionReason = 'busy' | 'rate_limited';
 
 // Seconds: sub-millisecond (the gateway's own answers) to tens of seconds (slow models).
@@ -31,9 +37,12 @@ export class GatewayMetrics {
   private readonly rejected: Counter<'endpoint' | 'reason'>;
   private readonly snapshotVersion: Gauge;
   private readonly series = new Map<string, EndpointSeries>();
+  /** The admission gates, read at scrape time (nothing on the hot path). */
+  private gates: () => ReadonlyMap<string, GateView> = () => new Map();
 
   constructor() {
     const registers = [this.registry];
+    const gates = (): ReadonlyMap<string, GateView> => this.gates();
     this.requests = new Counter({
       name: 'kiln_gateway_requests_total',
       help: 'Inference requests answered by the gateway, by endpoint, served version and HTTP status.',
@@ -61,9 +70,31 @@ export class GatewayMetrics {
     });
     this.rejected = new Counter({
       name: 'kiln_gateway_rejected_total',
-      help: 'Inference requests refused before reading the body: busy (endpoint at its concurrency limit) or rate_limited (team over its rate).',
+      help: 'Inference requests refused with 429: busy (endpoint at its concurrency bound) or rate_limited (team over its rate).',
       labelNames: ['endpoint', 'reason'],
       registers,
+    });
+    new Gauge({
+      name: 'kiln_gateway_admitted_requests',
+      help: "Inference requests holding a slot of their endpoint's concurrency bound (body in, answer not finished).",
+      labelNames: ['endpoint'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [endpoint, gate] of gates()) this.set({ endpoint }, gate.inflight);
+      },
+    });
+    new Gauge({
+      name: 'kiln_gateway_max_concurrency',
+      help: "Each endpoint's bound on admitted inference requests at this gateway (configured, or derived from its ready replicas).",
+      labelNames: ['endpoint'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [endpoint, gate] of gates()) {
+          if (gate.limit !== null) this.set({ endpoint }, gate.limit);
+        }
+      },
     });
     this.snapshotVersion = new Gauge({
       name: 'kiln_gateway_snapshot_version',
@@ -89,6 +120,11 @@ export class GatewayMetrics {
       this.series.set(key, series);
     }
     return series;
+  }
+
+  /** Where the admission gauges read the gates from. */
+  watchGates(gates: () => ReadonlyMap<string, GateView>): void {
+    this.gates = gates;
   }
 
   setSnapshotVersion(version: number): void {

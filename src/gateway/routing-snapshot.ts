@@ -33,8 +33,14 @@ export interface EndpointRoute {
   readonly schema: ModelSchema | null;
   /** Largest request body accepted, in bytes. */
   readonly maxBodyBytes: number;
-  /** Most infer requests in flight at one gateway at once (beyond: 429); null = unlimited. */
-  readonly maxConcurrency: number | null;
+  /**
+   * Most infer requests in flight at one gateway at once (beyond: 429 + Retry-After), >= 1.
+   * Always a number: the endpoint's configured limit, else one derived from its ready
+   * replicas and what each holds (admission-bound.ts).
+   */
+  readonly maxConcurrency: number;
+  /** Whether `maxConcurrency` is the endpoint's config or the derived default. */
+  readonly maxConcurrencySource: 'configured' | 'derived';
   /** Ready replicas only; an endpoint with none answers 503 (retryable). */
   readonly replicas: readonly ReplicaRoute[];
 }

@@ -1,9 +1,11 @@
 // Shape check for routing snapshots read from the control plane or from disk. The gateway
 // trusts the control plane's content but not the transport or the file system: a truncated
-// or foreign document must be refused, never half-applied. Fields added later
-// (`maxConcurrency`, `teamLimits`) may be absent from a snapshot persisted by an older
-// gateway: they default to "no limit".
+// or foreign document must be refused, never half-applied. Fields added later may be
+// absent (or null) in a snapshot from an older control plane or file: `teamLimits` then
+// means no team limits, and a missing `maxConcurrency` is derived here from the replicas
+// as for workers without batching (admission-bound.ts), so no endpoint is ever unbounded.
 
+import { derivedMaxConcurrency, replicaBound } from './admission-bound.ts';
 import type { RoutingSnapshot } from './routing-snapshot.ts';
 
 export type SnapshotCheck =
@@ -63,6 +65,10 @@ function endpointReason(value: unknown, index: number): string | null {
   if (limit !== undefined && limit !== null && (!isCount(limit) || limit === 0)) {
     return `${where}.maxConcurrency is neither null nor a positive integer`;
   }
+  const source = value.maxConcurrencySource;
+  if (source !== undefined && source !== 'configured' && source !== 'derived') {
+    return `${where}.maxConcurrencySource is neither "configured" nor "derived"`;
+  }
   if (!Array.isArray(value.replicas)) return `${where}.replicas is not an array`;
   for (const replica of value.replicas) {
     if (!isObject(replica) || !isString(replica.id) || !isString(replica.url)) {
@@ -119,9 +125,23 @@ export function checkRoutingSnapshot(value: unknown): SnapshotCheck {
     }
   }
   // The checks above cover every field the gateway reads.
-  const endpoints = (value.endpoints as Fields[]).map((e) =>
-    e.maxConcurrency === undefined ? { ...e, maxConcurrency: null } : e,
-  );
+  const endpoints = (value.endpoints as Fields[]).map(withBound);
   const snapshot = { ...value, endpoints, teamLimits };
   return { ok: true, snapshot: snapshot as unknown as RoutingSnapshot };
+}
+
+/** An endpoint with its bound and the bound's source, filled in when an older snapshot has none. */
+function withBound(endpoint: Fields): Fields {
+  if (typeof endpoint.maxConcurrency === 'number') {
+    return endpoint.maxConcurrencySource === undefined
+      ? { ...endpoint, maxConcurrencySource: 'configured' }
+      : endpoint;
+  }
+  const one = replicaBound(null);
+  const replicas = (endpoint.replicas as unknown[]).map(() => one);
+  return {
+    ...endpoint,
+    maxConcurrency: derivedMaxConcurrency(replicas, one),
+    maxConcurrencySource: 'derived',
+  };
 }

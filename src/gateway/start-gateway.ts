@@ -76,6 +76,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const useChannels = options.workerChannels ?? process.env.KILN_WORKER_CHANNEL !== '0';
   const replicas = new ReplicaSet({ upstreamTimeoutMs, useChannels });
   const admission = new Admission();
+  metrics.watchGates(() => admission.allGates());
   const state: GatewayState = {
     table: null,
     metrics,

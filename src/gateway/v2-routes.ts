@@ -12,7 +12,8 @@
 // For /v2/models/… the order is: snapshot loaded → authenticate (401) → endpoint exists
 // (404) → key scope (403) → version served (404) → route action. {m} is the endpoint name.
 // Infer then refuses, before reading any of the body: too large (413) → endpoint at its
-// concurrency limit (429 busy) → team over its rate (429 rate limited).
+// concurrency bound (429 busy) → team over its rate (429 rate limited). The slot of the
+// bound is taken only once the body is in (infer-exchange.ts), so slow uploads hold none.
 
 import { performance } from 'node:perf_hooks';
 import type { ErrorCode, ErrorParams } from '../core/errors.ts';

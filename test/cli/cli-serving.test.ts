@@ -30,6 +30,8 @@ interface Endpoint {
     ready: boolean;
     readyReplicas: number;
     reason: string | null;
+    maxConcurrency: number | null;
+    maxConcurrencySource: string | null;
     replicas: Array<{ id: string; state: string; pid: number | null; version: number }>;
   };
 }
@@ -227,11 +229,15 @@ void test('endpoints list and show', async () => {
   assert.match(shown, /^team:\s+risk$/m);
   assert.match(shown, /^model:\s+churn-xgb$/m);
   assert.match(shown, /^ready:\s+yes$/m);
+  // No --max-concurrency: the bound derived from its one unbatched replica.
+  assert.match(shown, /^max concurrency:\s+64 \(derived from the ready replicas\)$/m);
   assert.match(shown, /^Replicas\nID\s+VERSION\s+STATE\s+PID\s+RESTARTS\s+REASON$/m);
   assert.match(shown, /^\S+\s+1\s+ready\s+\d+\s+0\s+-$/m);
   const endpoint = await json<Endpoint>(['endpoints', 'show', 'churn']);
   assert.equal(endpoint.status.replicas.length, 1);
   assert.equal(endpoint.status.replicas[0]?.state, 'ready');
+  assert.equal(endpoint.status.maxConcurrency, 64);
+  assert.equal(endpoint.status.maxConcurrencySource, 'derived');
 
   assert.match(await fails(['endpoints', 'show', 'nope'], 1), /KILN_ENDPOINT_NOT_FOUND/);
 });

@@ -55,6 +55,8 @@ function endpoint(status: Partial<EndpointStatus> = {}, replicas = 1): Endpoint 
       ready: true,
       readyReplicas: replicas,
       reason: null,
+      maxConcurrency: 64 * replicas,
+      maxConcurrencySource: 'derived',
       replicas: [replica()],
       ...status,
     },
@@ -312,6 +314,15 @@ void test('endpoints list and show render tables and key: value blocks', () => {
   assert.match(details, /^config:\s+intraOpThreads=2$/m);
   assert.match(details, /^ready:\s+yes$/m);
   assert.match(details, /^reason:\s+-$/m);
+  assert.match(details, /^max concurrency:\s+64 \(derived from the ready replicas\)$/m);
+  const configured = endpointDetails(
+    endpoint({ maxConcurrency: 8, maxConcurrencySource: 'configured' }),
+  );
+  assert.match(configured, /^max concurrency:\s+8 \(configured\)$/m);
+  assert.match(
+    endpointDetails(endpoint({ maxConcurrency: null, maxConcurrencySource: null })),
+    /^max concurrency:\s+-$/m,
+  );
   assert.match(details, /^created:\s+2026-01-31 14:05:09$/m);
   assert.match(details, /^Replicas\nID\s+VERSION\s+STATE\s+PID\s+RESTARTS\s+REASON$/m);
   assert.match(details, /^fraud-1\s+3\s+ready\s+4242\s+0\s+-$/m);

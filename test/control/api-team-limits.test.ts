@@ -1,5 +1,5 @@
 // Per-team rate limits over the API, and the routing snapshot the reconciler publishes:
-// team limits and each endpoint's maxConcurrency (from its config) reach the gateways.
+// team limits and each endpoint's concurrency bound (configured or derived) reach the gateways.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -81,21 +81,38 @@ test('team limits: bodies are schema-checked and team names checked', async () =
   assert.deepEqual((await call(url, 'GET', '/api/v1/teams/limits')).body, { items: [] });
 });
 
-test("the snapshot carries each endpoint's maxConcurrency (null when unset)", async () => {
+test("the snapshot carries each endpoint's bound: configured, else derived from what its replicas hold; the endpoint view shows the same", async () => {
   const platform = await testPlatform();
   const files = await readArtifact(`${fixtures}mlp.onnx`);
   assert.equal((await register(platform.url, 'm', 'onnx', files)).status, 201);
   const store = platform.registry.store;
+  // No replica is ready (none wanted): the derived bound is one replica's worth.
   const base = { team: 'risk', model: 'm', version: 1, ref: '1', replicas: 0 };
+  const batching = { maxBatchSize: 4, maxDelayMicros: 0, maxQueue: 10 };
   await store.putEndpoint({ ...base, name: 'limited', config: { maxConcurrency: 8 } });
   await store.putEndpoint({ ...base, name: 'open', config: {} });
+  await store.putEndpoint({ ...base, name: 'queued', config: { batching } });
+  await store.putEndpoint({ ...base, name: 'unbatched', config: { batching: null } });
   await platform.reconciler.trigger();
   const endpoints = (await currentSnapshot(platform.url)).endpoints;
+  const expected = [
+    ['limited', 8, 'configured'],
+    ['open', 256, 'derived'], // ONNX batches by default: its queue of 256
+    ['queued', 10, 'derived'],
+    ['unbatched', 64, 'derived'],
+  ];
   assert.deepEqual(
-    endpoints.map((e) => [e.name, e.maxConcurrency]),
-    [
-      ['limited', 8],
-      ['open', null],
-    ],
+    endpoints.map((e) => [e.name, e.maxConcurrency, e.maxConcurrencySource]),
+    expected,
   );
+  for (const [name, limit, source] of expected) {
+    const view = await call(platform.url, 'GET', `/api/v1/endpoints/${String(name)}`);
+    const status = (
+      view.body as { status: { maxConcurrency: number; maxConcurrencySource: string } }
+    ).status;
+    assert.deepEqual(
+      [name, status.maxConcurrency, status.maxConcurrencySource],
+      [name, limit, source],
+    );
+  }
 });

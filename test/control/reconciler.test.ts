@@ -194,6 +194,45 @@ test('another model, or another worker config, on the same endpoint is rolled ou
   assert.equal(backend.launched.length, 3);
 });
 
+test('without a configured limit, the bound follows the ready replicas and what each holds', async (t) => {
+  const { backend, endpoints, route } = await setup(t);
+  const bound = () => [route()?.maxConcurrency, route()?.maxConcurrencySource];
+  // xgboost: batching off by default, 64 a replica; with none ready, one replica's worth.
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 3 });
+  await until(() => backend.launched.length === 3, 'three launches');
+  assert.deepEqual(bound(), [64, 'derived']);
+  backend.ready(backend.launched[0]!);
+  backend.ready(backend.launched[1]!);
+  await until(() => route()?.replicas.length === 2, 'two routed');
+  assert.deepEqual(bound(), [128, 'derived']);
+  backend.exit(backend.launched[1]!); // crashed: out of the routing, and out of the bound
+  await until(() => route()?.replicas.length === 1, 'one routed');
+  assert.deepEqual(bound(), [64, 'derived']);
+  const view = await endpoints.get('e');
+  assert.deepEqual([view.status.maxConcurrency, view.status.maxConcurrencySource], bound());
+
+  // With batching, a replica holds its queue.
+  await endpoints.deploy('e', {
+    model: 'a',
+    version: 1,
+    replicas: 1,
+    config: { batching: { maxBatchSize: 4, maxQueue: 20 } },
+  });
+  await until(() => backend.running().some((l) => l.launch.batching?.maxQueue === 20), 'relaunch');
+  for (const entry of backend.running()) if (entry.launch.batching !== null) backend.ready(entry);
+  await until(() => route()?.maxConcurrency === 20, 'the batched bound');
+  assert.equal(route()?.maxConcurrencySource, 'derived');
+
+  await endpoints.deploy('e', {
+    model: 'a',
+    version: 1,
+    replicas: 1,
+    config: { batching: { maxBatchSize: 4, maxQueue: 20 }, maxConcurrency: 3 },
+  });
+  await until(() => route()?.maxConcurrencySource === 'configured', 'the configured bound');
+  assert.equal(route()?.maxConcurrency, 3);
+});
+
 test('a slot refilled while its old replica still drains gets a replica of its own', async (t) => {
   const { backend, reconciler, endpoints } = await setup(t);
   await endpoints.deploy('e', { model: 'a', version: 1, replicas: 2 });

@@ -154,7 +154,7 @@ test('limits survive a new snapshot: held slots and spent tokens are kept, remov
   assert.equal((await held).status, 200);
   assert.equal((await infer(gateway.url)).status, 200);
 
-  // Without the limits, both endpoints are open.
+  // With the limit lifted (a large derived bound), both endpoints are open.
   const open = snapshot(5, [
     endpointRoute({ name: 'fraud', version: 4, replicas: [replicaRoute(worker, 'r1', 4)] }),
     endpointRoute({ name: 'recs', team: 'growth', replicas: [replicaRoute(spare, 's1')] }),
@@ -163,7 +163,7 @@ test('limits survive a new snapshot: held slots and spent tokens are kept, remov
   assert.equal((await infer(gateway.url, undefined, {}, 'recs')).status, 200);
 });
 
-test('snapshots without the limit fields (an older control plane or file) mean no limits; bad limits are refused', () => {
+test('snapshots without the limit fields (an older control plane or file): no team limits, a bound derived from the replicas; bad limits are refused', () => {
   const old = {
     version: 1,
     generatedAt: '',
@@ -185,7 +185,24 @@ test('snapshots without the limit fields (an older control plane or file) mean n
   const checked = checkRoutingSnapshot(old);
   assert.ok(checked.ok);
   assert.deepEqual(checked.snapshot.teamLimits, []);
-  assert.equal(checked.snapshot.endpoints[0]?.maxConcurrency, null);
+  // Derived as for workers without batching: 64 a replica, one replica's worth with none.
+  assert.equal(checked.snapshot.endpoints[0]?.maxConcurrency, 64);
+  assert.equal(checked.snapshot.endpoints[0]?.maxConcurrencySource, 'derived');
+  const replica = { id: 'r', url: 'http://127.0.0.1:1', version: 1 };
+  const twoReplicas = checkRoutingSnapshot({
+    ...old,
+    endpoints: [{ ...old.endpoints[0], maxConcurrency: null, replicas: [replica, replica] }],
+  });
+  assert.ok(twoReplicas.ok);
+  assert.equal(twoReplicas.snapshot.endpoints[0]?.maxConcurrency, 128);
+  const configured = checkRoutingSnapshot({
+    ...old,
+    endpoints: [{ ...old.endpoints[0], maxConcurrency: 5 }],
+  });
+  assert.ok(configured.ok);
+  assert.equal(configured.snapshot.endpoints[0]?.maxConcurrencySource, 'configured');
+  const badSource = { ...old, endpoints: [{ ...old.endpoints[0], maxConcurrencySource: 'x' }] };
+  assert.equal(checkRoutingSnapshot(badSource).ok, false);
 
   const badConcurrency = { ...old, endpoints: [{ ...old.endpoints[0], maxConcurrency: 0 }] };
   assert.equal(checkRoutingSnapshot(badConcurrency).ok, false);

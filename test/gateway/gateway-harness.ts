@@ -212,7 +212,9 @@ export function endpointRoute(
     format: 'onnx',
     schema: testSchema,
     maxBodyBytes: 64 * 1024,
-    maxConcurrency: null,
+    // Large enough that no test meets it unless it sets its own.
+    maxConcurrency: 10_000,
+    maxConcurrencySource: 'derived',
     ...overrides,
   };
 }

@@ -29,6 +29,7 @@ export function endpointDetails(endpoint: Endpoint): string {
     ['replicas', `${endpoint.replicas} (${status.readyReplicas} ready)`],
     ['config', inlineMap(configWithoutBatching(endpoint.config))],
     ['batching', batchingText(endpoint.config.batching)],
+    ['max concurrency', maxConcurrencyText(status)],
     ['url', endpoint.url],
     ['ready', status.ready ? 'yes' : 'no'],
     ['reason', status.reason],
@@ -68,6 +69,17 @@ export function batchingText(batching: Endpoint['config']['batching']): string {
     (preferred.length > 0 ? `, preferred ${preferred.join('/')}` : '') +
     `, queue ${batching.maxQueue}`
   );
+}
+
+/**
+ * The gateway's bound on requests in flight: `8 (configured)`, `256 (derived from the ready
+ * replicas)`, or null (not routed).
+ */
+export function maxConcurrencyText(status: EndpointStatus): string | null {
+  if (status.maxConcurrency === null) return null;
+  const source =
+    status.maxConcurrencySource === 'configured' ? 'configured' : 'derived from the ready replicas';
+  return `${status.maxConcurrency} (${source})`;
 }
 
 /** `endpoint fraud → fraud-xgb v3 (2 replicas)` and `url: …`. */
