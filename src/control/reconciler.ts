@@ -95,6 +95,8 @@ export class Reconciler {
   private readonly replicas = new Map<string, Replica>();
   /** Schemas the workers reported, by "model@version" (used when none was declared). */
   private readonly reportedSchemas = new Map<string, ModelSchema>();
+  /** Feature names a ready worker reported, by model@version (tree models that have them). */
+  private readonly reportedFeatureNames = new Map<string, readonly string[] | null>();
   private endpoints: readonly EndpointRecord[] = [];
   private grants: readonly ApiKeyGrant[] = [];
   private teamLimits: readonly TeamLimit[] = [];
@@ -367,6 +369,7 @@ export class Reconciler {
         replica.state = 'ready';
         replica.reason = null;
         this.reportedSchemas.set(`${replica.model}@${replica.version}`, event.schema);
+        this.reportedFeatureNames.set(`${replica.model}@${replica.version}`, event.featureNames);
         this.publish();
         void this.trigger();
         return;
@@ -416,6 +419,10 @@ export class Reconciler {
       version,
       format: this.formats.get(key) ?? 'onnx',
       schema: this.declaredSchemas.get(key) ?? this.reportedSchemas.get(key) ?? null,
+      inputNaming: {
+        declared: (this.declaredSchemas.get(key) ?? null) !== null,
+        featureNames: this.reportedFeatureNames.get(key) ?? null,
+      },
       maxBodyBytes: endpoint.config.maxBodyBytes ?? defaultMaxBodyBytes,
       maxConcurrency: endpoint.config.maxConcurrency ?? null,
       // Every replica a backend starts is a Kiln worker, so it offers the channel.

@@ -105,6 +105,7 @@ export async function startWorker(
       inputs: schema.inputs,
       outputs: schema.outputs,
       memoryBytes: runtime.memoryBytes(),
+      ...(runtime.featureNames == null ? {} : { featureNames: runtime.featureNames }),
     });
   };
   const loaded = load().catch((error: unknown) => fail('KILN_INTERNAL', String(error)));
