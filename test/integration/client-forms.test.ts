@@ -354,3 +354,64 @@ test(
     );
   },
 );
+
+test('a schema declared as one input per feature names the features (MLServer model-settings style)', async () => {
+  const files = await readArtifact(`${fixtures}xgb-binary.json`);
+  // Names of our own (not the model file's), datatypes and column shapes mixed.
+  const columns = ['years', 'income', 'score', 'tenure', 'visits'];
+  const schema = {
+    inputs: [
+      { name: 'years', datatype: 'FP32', shape: [-1] },
+      { name: 'income', datatype: 'FP64', shape: [-1] },
+      { name: 'score', datatype: 'FP32', shape: [-1, 1] },
+      { name: 'tenure', datatype: 'FP64', shape: [-1] },
+      { name: 'visits', datatype: 'FP32', shape: [-1] },
+    ],
+    outputs: [{ name: 'probability', datatype: 'FP32', shape: [-1] }],
+  };
+  assert.equal((await register(platform.url, 'columns', 'xgboost', files, { schema })).status, 201);
+  await deploy('columns', 'columns');
+  const metadata = (await (await fetch(`${platform.gatewayUrl}/v2/models/columns`)).json()) as {
+    inputs: { name: string }[];
+  };
+  assert.deepEqual(
+    metadata.inputs.map((i) => i.name),
+    columns,
+  );
+  const v2 = (data: (number | null)[][], skip = -1): unknown => ({
+    inputs: schema.inputs
+      .map((spec, c) => ({
+        name: spec.name,
+        datatype: spec.datatype,
+        shape: spec.shape.length === 1 ? [data.length] : [data.length, 1],
+        data: data.map((row) => (spec.shape.length === 1 ? row[c] : [row[c]])),
+      }))
+      .filter((_, c) => c !== skip),
+  });
+  assert.deepEqual(outputData(await post('/v2/models/columns/infer', v2(rows))), plain);
+  const lists = await post('/v1/models/columns:predict', { instances: rows });
+  assert.deepEqual(lists.body, { predictions: plain });
+  const objects = rows.map((row) => Object.fromEntries(columns.map((n, c) => [n, row[c]])));
+  assert.deepEqual((await post('/v1/models/columns:predict', { instances: objects })).body, {
+    predictions: plain,
+  });
+
+  // A missing column: 400 naming it, or missing values when the request allows it.
+  const refused = await post('/v2/models/columns/infer', v2(rows, 1));
+  assert.equal(refused.status, 400, refused.text);
+  assert.match(errorOf(refused), /missing feature income; .*allow_missing_features/);
+  const withNulls = rows.map((row) => row.map((v, c) => (c === 1 ? null : v)));
+  const reference = outputData(await post('/v2/models/fraud/infer', plainBody('input', withNulls)));
+  const allowed = { ...(v2(rows, 1) as object), parameters: { allow_missing_features: true } };
+  assert.deepEqual(outputData(await post('/v2/models/columns/infer', allowed)), reference);
+  const partial = objects.map(({ income: _income, ...rest }) => rest);
+  const v1Refused = await post('/v1/models/columns:predict', { instances: partial });
+  assert.match(errorOf(v1Refused), /instances\[0\]: missing feature income/);
+  const v1Allowed = await post('/v1/models/columns:predict', {
+    instances: partial,
+    parameters: { allow_missing_features: true },
+  });
+  assert.deepEqual(v1Allowed.body, { predictions: reference });
+  const short = await post('/v1/models/columns:predict', { instances: [rows[0]?.slice(0, 4)] });
+  assert.match(errorOf(short), /instances\[0\] has 4 values; the model takes 5 features a row/);
+});

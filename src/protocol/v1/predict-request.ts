@@ -2,7 +2,9 @@
 // the plain v2 request the model's schema describes, so that the v2 decoder checks it (and the
 // worker runs it) exactly like one sent to /v2. Instances are rows:
 //
-//   lists     [[5.1, 3.5, 1.4], [6.2, 2.9, 4.3]]      the single input's rows, any nesting
+//   lists     [[5.1, 3.5, 1.4], [6.2, 2.9, 4.3]]      the single input's rows, any nesting;
+//                                                     or, for a schema declared as one input
+//                                                     per feature, split into those columns
 //   objects   [{"age": 41, "income": 5.2e4}, …]       keyed by feature name (a tree model's
 //                                                     features, in any order), or by input
 //                                                     name for a model with several inputs
@@ -14,6 +16,7 @@ import type { V2Failure } from '../v2/errors.ts';
 import { jsonKind, v2Failure } from '../v2/errors.ts';
 import {
   allowsMissingFeatures,
+  missingColumnsFailure,
   missingFeaturesFailure,
   type CompiledNaming,
   type FeatureColumns,
@@ -63,16 +66,15 @@ export function v1PredictToV2(
   }
   const parameters = body.parameters;
   let inputs: readonly JsonObject[] | V2Failure;
+  const allowMissing = allowsMissingFeatures(parameters);
   if (objects === 0) {
-    inputs = listRows(instances, schema);
+    const columns = naming?.columns ?? null;
+    inputs = columns === null ? listRows(instances, schema) : columnRows(instances, columns);
   } else if (naming?.features != null) {
-    inputs = featureRows(
-      instances as readonly JsonObject[],
-      naming.features,
-      allowsMissingFeatures(parameters),
-    );
+    inputs = featureRows(instances as readonly JsonObject[], naming.features, allowMissing);
   } else {
-    inputs = inputRows(instances as readonly JsonObject[], schema);
+    const columns = naming?.columns != null;
+    inputs = inputRows(instances as readonly JsonObject[], schema, columns, allowMissing);
   }
   if (!Array.isArray(inputs)) return inputs as V2Failure;
   return {
@@ -96,6 +98,39 @@ function listRows(
   const stacked = stack(instances, (i) => `instances[${i}]`, 'instances');
   if ('ok' in stacked) return stacked;
   return [tensor(input, instances.length, stacked.dims, instances)];
+}
+
+/** Rows as lists for a schema of feature columns: value c of each row goes to column c. */
+function columnRows(
+  instances: readonly unknown[],
+  columns: readonly CompiledInput[],
+): readonly JsonObject[] | V2Failure {
+  const width = columns.length;
+  for (let i = 0; i < instances.length; i++) {
+    const row = instances[i];
+    if (!Array.isArray(row) || row.length !== width) {
+      const has = Array.isArray(row) ? values(row.length) : 'one value';
+      return invalid(
+        `instances[${i}] has ${has}; the model takes ${width} features a row (${columns.map((c) => c.name).join(', ')})`,
+      );
+    }
+  }
+  return columns.map((input, c) => {
+    const column = instances.map((row) => (row as readonly unknown[])[c]);
+    return columnTensor(input, column);
+  });
+}
+
+/** A feature column's values as its tensor ([N], or [N, 1] with each value in a list). */
+function columnTensor(input: CompiledInput, column: readonly unknown[]): JsonObject {
+  return input.shape.length === 1
+    ? tensor(input, column.length, [], column)
+    : tensor(
+        input,
+        column.length,
+        [1],
+        column.map((value) => [value]),
+      );
 }
 
 /** Rows keyed by feature name, into one [N, F] matrix in the model's feature order. */
@@ -145,17 +180,24 @@ function featureRows(
   return [tensor(features.input, rows, [width], data)];
 }
 
-/** Rows keyed by input name (TensorFlow Serving's row format): each input's rows stacked. */
+/**
+ * Rows keyed by input name (TensorFlow Serving's row format): each input's rows stacked. For
+ * a schema of feature columns each value is one feature, and a missing one may be a missing
+ * value (`allowMissing`).
+ */
 function inputRows(
   instances: readonly JsonObject[],
   schema: CompiledSchema,
+  columns: boolean,
+  allowMissing: boolean,
 ): readonly JsonObject[] | V2Failure {
   for (let i = 0; i < instances.length; i++) {
     for (const key in instances[i]) {
       if (!schema.inputs.has(key)) {
+        const what = columns ? 'feature' : 'input';
         return v2Failure(
           'KILN_INPUT_MISMATCH',
-          `instances[${i}]: unknown input '${key}'; the model takes: ${schema.inputNames}`,
+          `instances[${i}]: unknown ${what} '${key}'; the model takes: ${schema.inputNames}`,
           key,
         );
       }
@@ -167,13 +209,20 @@ function inputRows(
     for (let i = 0; i < instances.length; i++) {
       const value = (instances[i] as JsonObject)[input.name];
       if (value === undefined) {
-        return v2Failure(
-          'KILN_INPUT_MISMATCH',
-          `instances[${i}]: input '${input.name}' is missing`,
-          input.name,
-        );
+        const problem = columns
+          ? missingColumnsFailure([input], allowMissing, `instances[${i}]: `)
+          : v2Failure(
+              'KILN_INPUT_MISMATCH',
+              `instances[${i}]: input '${input.name}' is missing`,
+              input.name,
+            );
+        if (problem !== null) return problem;
       }
-      values[i] = value;
+      values[i] = value ?? null;
+    }
+    if (columns) {
+      inputs.push(columnTensor(input, values));
+      continue;
     }
     const stacked = stack(values, (i) => `instances[${i}].${input.name}`, `input '${input.name}'`);
     if ('ok' in stacked) return stacked;

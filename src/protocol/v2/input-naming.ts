@@ -6,7 +6,10 @@
 //     called, as KServe's and MLServer's tree and scikit-learn servers do;
 //   - named features (MLServer's pandas style): a model whose one input is a [-1, F] matrix
 //     of features with names takes F one-column inputs named by feature, assembled into rows
-//     in the model's feature order.
+//     in the model's feature order;
+//   - feature columns: a schema declared as one input per feature ([-1] or [-1, 1] each, as
+//     MLServer's model-settings list them) already takes named features; missing ones may be
+//     missing values, and v1 list rows are split into them (src/protocol/v1/).
 //
 // Both are rewrites of the parsed body into the plain v2 request the schema describes, so the
 // usual decoder then checks everything else (datatypes, batch rule, element values). The
@@ -42,6 +45,8 @@ export interface CompiledNaming {
   readonly anyName: CompiledInput | null;
   /** Named features, or null when the model has no usable feature names. */
   readonly features: FeatureColumns | null;
+  /** The schema's inputs, when each is one feature column (two or more); else null. */
+  readonly columns: readonly CompiledInput[] | null;
 }
 
 /** The request parameter that lets a missing feature be a missing value (NaN). */
@@ -54,11 +59,21 @@ export function compileInputNaming(
   schema: CompiledSchema,
   naming: InputNaming | null | undefined,
 ): CompiledNaming | null {
-  if (naming === null || naming === undefined || schema.inputList.length !== 1) return null;
+  if (schema.inputList.length !== 1) {
+    const columns = schema.inputList.every(isFeatureColumn) ? schema.inputList : null;
+    return columns === null ? null : { anyName: null, features: null, columns };
+  }
+  if (naming === null || naming === undefined) return null;
   const input = schema.inputList[0] as CompiledInput;
   const anyName = naming.declared ? null : input;
   const features = featureColumns(input, naming.featureNames);
-  return anyName === null && features === null ? null : { anyName, features };
+  return anyName === null && features === null ? null : { anyName, features, columns: null };
+}
+
+/** One numeric value a row: [-1] or [-1, 1]. */
+export function isFeatureColumn(input: CompiledInput): boolean {
+  if (input.anyRank || !input.batched || !featureDatatypes.has(input.datatype)) return false;
+  return input.shape.length === 1 || (input.shape.length === 2 && input.shape[1] === 1);
 }
 
 function featureColumns(
@@ -103,6 +118,7 @@ export function renameRequestInputs(
     return null;
   }
   const named = inputs as readonly JsonObject[];
+  if (naming.columns !== null) return fillMissingColumns(body, named, naming.columns);
   const first = named[0] as JsonObject;
   const features = naming.features;
   if (
@@ -136,11 +152,42 @@ export function missingFeaturesFailure(
   allow: boolean,
   where = '',
 ): V2Failure | null {
+  const names = missing.map((column) => features.names[column] as string);
+  return missingFailure(
+    names,
+    allow,
+    takesMissingValues(features.input) ? null : features.input,
+    where,
+  );
+}
+
+/** Like missingFeaturesFailure, for feature columns declared as inputs. */
+export function missingColumnsFailure(
+  missing: readonly CompiledInput[],
+  allow: boolean,
+  where = '',
+): V2Failure | null {
+  const refusing = missing.find((input) => !takesMissingValues(input)) ?? null;
+  return missingFailure(
+    missing.map((input) => input.name),
+    allow,
+    refusing,
+    where,
+  );
+}
+
+/** `refusing`: the input that takes no missing values, if one (then allowing is no help). */
+function missingFailure(
+  missing: readonly string[],
+  allow: boolean,
+  refusing: CompiledInput | null,
+  where: string,
+): V2Failure | null {
   if (missing.length === 0) return null;
-  const names = listNames(missing.map((column) => features.names[column] as string));
-  const first = features.names[missing[0] as number] as string;
+  const names = listNames(missing);
+  const first = missing[0] as string;
   const plural = missing.length === 1 ? '' : 's';
-  const input = features.input;
+  const input = refusing;
   if (!allow) {
     return v2Failure(
       'KILN_INPUT_MISMATCH',
@@ -148,7 +195,7 @@ export function missingFeaturesFailure(
       first,
     );
   }
-  if (!takesMissingValues(input)) {
+  if (input !== null) {
     return v2Failure(
       'KILN_INPUT_MISMATCH',
       `${where}missing feature${plural} ${names}: input '${input.name}' (${input.datatype}) takes no missing values`,
@@ -176,6 +223,35 @@ const featureDatatypes: ReadonlySet<TensorDatatype> = new Set<TensorDatatype>([
   'FP32',
   'FP64',
 ]);
+
+/**
+ * Declared feature columns with some left out: with allow_missing_features, the missing ones
+ * as columns of missing values; without, the 400 that says how. null when none is missing or
+ * another input is unknown (the strict check's verdict stands).
+ */
+function fillMissingColumns(
+  body: JsonObject,
+  inputs: readonly JsonObject[],
+  columns: readonly CompiledInput[],
+): { readonly ok: true; readonly body: JsonObject } | V2Failure | null {
+  const present = new Set(inputs.map((input) => input.name as string));
+  if (columns.length <= present.size) return null;
+  const known = new Set(columns.map((input) => input.name));
+  for (const name of present) if (!known.has(name)) return null;
+  const missing = columns.filter((input) => !present.has(input.name));
+  const problem = missingColumnsFailure(missing, allowsMissingFeatures(body.parameters));
+  if (problem !== null) return problem;
+  const shape = (inputs[0] as JsonObject).shape;
+  const rows = Array.isArray(shape) ? (shape as readonly unknown[])[0] : undefined;
+  if (typeof rows !== 'number' || !Number.isSafeInteger(rows) || rows < 0) return null;
+  const filled = missing.map((input) => ({
+    name: input.name,
+    datatype: input.datatype,
+    shape: input.shape.length === 1 ? [rows] : [rows, 1],
+    data: new Array<null>(rows).fill(null),
+  }));
+  return { ok: true, body: { ...body, inputs: [...inputs, ...filled] } };
+}
 
 /** MLServer's pandas style: one input a feature, each [N] or [N, 1], into [N, F] rows. */
 function assembleFeatures(
