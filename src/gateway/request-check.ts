@@ -93,6 +93,7 @@ export function adaptInferBody(
   naming: CompiledNaming | null,
   form: 'v1' | 'v2',
 ): AdaptedBody | null {
+  if (form === 'v2' && naming === null) return null; // names exactly as the schema says
   const adapt = (parsed: unknown): AdaptedBody | null => {
     const rewritten =
       form === 'v1'

@@ -12,12 +12,15 @@
 // and the KServe v1 / TensorFlow Serving predict protocol beside it (docs/v1-protocol.md),
 // through the same checks, limits and metrics:
 //
-//   GET  /v1/models/{m}[/versions/{v}]          {"name","ready"} (not for LLM endpoints: the
-//   POST /v1/models/{m}[/versions/{v}]:predict   /v1 paths of those belong to the OpenAI
-//                                               routes, as does GET /v1/models itself)
+//   GET  /v1/models/{m}[/versions/{v}]          {"name","ready"}
+//   POST /v1/models/{m}[/versions/{v}]:predict  {"instances"} → {"predictions"}
 //
-// For /v2/models/… and /v1/models/… the order is: snapshot loaded → authenticate (401) → endpoint exists
-// (404) → key scope (403) → version served (404) → route action. {m} is the endpoint name.
+// An LLM endpoint's /v1/models/{m} paths, and GET /v1/models itself, belong to the OpenAI
+// routes, which share the prefix (decided by the endpoint's kind; 404 until they exist).
+//
+// For /v2/models/… and /v1/models/… the order is: snapshot loaded → authenticate (401) →
+// endpoint exists (404) → key scope (403) → version served (404) → route action. {m} is the
+// endpoint name.
 // Infer then refuses, before reading any of the body: too large (413) → endpoint at its
 // concurrency limit (429 busy) → team over its rate (429 rate limited).
 

@@ -210,7 +210,7 @@ test('bad input in the new forms is a 400 naming the problem', async () => {
       '/v1/models/fraud:predict',
       plainBody('input', rows),
       'KILN_INVALID_INFER_REQUEST',
-      /'inputs' is the v2 protocol's field/,
+      /v1 predict takes \{"instances": \[\.\.\.\]\}; 'inputs' is not taken here/,
     ],
     [
       '/v1/models/fraud:predict',

@@ -48,7 +48,7 @@ export function v1PredictToV2(
   if (body.inputs !== undefined) {
     return invalid(
       instances === undefined
-        ? `'inputs' is the v2 protocol's field (POST /v2/models/{name}/infer); v1 predict takes {"instances": [...]}`
+        ? `v1 predict takes {"instances": [...]}; 'inputs' is not taken here (TensorFlow Serving's columnar form is not supported; send v2 tensors to POST /v2/models/{name}/infer)`
         : `the body mixes v1 'instances' with v2 'inputs'; send one or the other`,
     );
   }
