@@ -123,6 +123,8 @@ export class Reconciler {
   private readonly replicas = new Map<string, Replica>();
   /** Schemas the workers reported, by "model@version" (used when none was declared). */
   private readonly reportedSchemas = new Map<string, ModelSchema>();
+  /** Feature names a ready worker reported, by model@version (tree models that have them). */
+  private readonly reportedFeatureNames = new Map<string, readonly string[] | null>();
   private endpoints: readonly EndpointRecord[] = [];
   private grants: readonly ApiKeyGrant[] = [];
   private teamLimits: readonly TeamLimit[] = [];
@@ -432,6 +434,7 @@ export class Reconciler {
         replica.reasonCode = null;
         replica.lastFailure = null;
         this.reportedSchemas.set(`${replica.model}@${replica.version}`, event.schema);
+        this.reportedFeatureNames.set(`${replica.model}@${replica.version}`, event.featureNames);
         this.publish();
         void this.trigger();
         return;
@@ -490,6 +493,10 @@ export class Reconciler {
       version,
       format,
       schema: this.declaredSchemas.get(key) ?? this.reportedSchemas.get(key) ?? null,
+      inputNaming: {
+        declared: (this.declaredSchemas.get(key) ?? null) !== null,
+        featureNames: this.reportedFeatureNames.get(key) ?? null,
+      },
       maxBodyBytes: endpoint.config.maxBodyBytes ?? defaultMaxBodyBytes,
       maxConcurrency:
         configured ??

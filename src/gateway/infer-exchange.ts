@@ -5,9 +5,12 @@
 //   readBody ─▶ onBodyData* (count bytes, 413 past maxBodyBytes) ─▶ onBodyEnd
 //     ─▶ take a slot of the endpoint's concurrency gate (429 busy if none), held until finish
 //     ─▶ checkInferBody (lenient JSON + compiled schema; 400, the worker sees nothing)
+//        └▶ refused, or a v1 predict body: adaptInferBody (v1 instances, any-name single
+//           input, named features → the plain request, re-encoded; else the 400 stands)
 //     ─▶ send: pick replica (least outstanding) ─▶ pool.dispatch(original bytes)
 //     ─▶ onResponseStart / onResponseData* / onResponseEnd (small answers with a length are
 //        sent in one write at the end; others are streamed back as they arrive)
+//        (v1 predict: every answer is held, and a 200's v2 outputs become `predictions`)
 //     └▶ onResponseError before any response on a lost connection: eject the replica and
 //        send once more to another one; else 503 (retryable, Retry-After: 1) or 504.
 //
@@ -39,8 +42,12 @@ import {
 import type { EndpointSeries } from './metrics.ts';
 import { pickReplica } from './replica-picker.ts';
 import type { ReplicaState } from './replica-set.ts';
-import { checkInferBody, decodeInferBody } from './request-check.ts';
+import { adaptInferBody, checkInferBody, decodeInferBody } from './request-check.ts';
 import { encodeTensorRequest } from '../protocol/channel/tensor-frames.ts';
+import { v1PredictResponse } from '../protocol/v1/predict-response.ts';
+import type { DecodedInferRequest } from '../protocol/v2/decode-request.ts';
+import { encodeInferRequest } from '../protocol/v2/encode-request.ts';
+import type { V2ProtocolErrorCode } from '../protocol/v2/errors.ts';
 import type { ChannelRequester } from './channel-client.ts';
 import type { EndpointEntry } from './route-table.ts';
 import { classifyUpstreamError } from './upstream-errors.ts';
@@ -91,6 +98,8 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
   /** The frame id of the current attempt on a worker channel (0: none). */
   private channelId = 0;
   private retried = false;
+  /** The protocol the client spoke: v1 bodies are rewritten, and so are their answers. */
+  private form: 'v1' | 'v2' = 'v2';
   private responseStarted = false;
   /** Response headers and body held back to go out in one write (null: streaming). */
   private heldHeaders: HeaderList | null = null;
@@ -150,6 +159,11 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     this.req.on('close', onRequestClose);
   }
 
+  /** The request is a v1 predict (`{"instances"}`): call before readBody. */
+  speakV1(): void {
+    this.form = 'v1';
+  }
+
   /** Sends a bodiless GET to `path` on a replica (metadata without a snapshot schema). */
   forwardGet(path: string): void {
     this.method = 'GET';
@@ -199,12 +213,16 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.receivedBytes);
     this.chunks = [];
     const check = this.entry.check;
+    if (this.form === 'v1') {
+      this.sendAdapted(body, null);
+      return;
+    }
     if (check !== null && this.entry.workerChannels) {
       // Kiln workers: decode here and send the tensors, so the worker does not parse the
       // same JSON again (checked against the same schema: same verdict, same message).
       const decoded = decodeInferBody(body, check);
       if (!decoded.ok) {
-        this.finish(sendV2Message(this.res, decoded.code, decoded.message, this.ownHeaders()));
+        this.sendAdapted(body, decoded);
         return;
       }
       const headers = this.req.headers;
@@ -218,11 +236,61 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     } else {
       const problem = checkInferBody(body, check);
       if (problem !== null) {
-        this.finish(sendV2Message(this.res, problem.code, problem.message, this.ownHeaders()));
+        this.sendAdapted(body, problem);
         return;
       }
     }
     this.body = body;
+    this.send(null, null);
+  }
+
+  /**
+   * A body in another form than plain v2 (a v1 predict; inputs named otherwise, which the
+   * strict check refused as `strict`): rewritten into the plain request and sent as tensors
+   * or re-encoded JSON. A v2 body that is no such form gets the strict check's 400.
+   */
+  private sendAdapted(
+    body: Buffer,
+    strict: { readonly code: V2ProtocolErrorCode; readonly message: string } | null,
+  ): void {
+    const check = this.entry.check;
+    if (check === null) {
+      // Without the schema the gateway cannot rewrite (a schema arrives with the first
+      // ready replica, so this is the moment before one is).
+      if (strict === null) {
+        const reason = 'its schema is not known yet; retry once it has a ready replica';
+        this.fail('KILN_MODEL_NOT_READY', { model: this.entry.name, reason });
+      } else {
+        this.finish(sendV2Message(this.res, strict.code, strict.message, this.ownHeaders()));
+      }
+      return;
+    }
+    // null only for a v2 body (a v1 body always gets a verdict), so `strict` is set then.
+    const adapted = adaptInferBody(body, check, this.entry.naming, this.form);
+    if (adapted !== null && adapted.ok) {
+      this.sendRequest(adapted.request);
+      return;
+    }
+    const failure = adapted ?? strict;
+    const code = failure?.code ?? 'KILN_INVALID_INFER_REQUEST';
+    const message = failure?.message ?? 'the request could not be read';
+    this.finish(sendV2Message(this.res, code, message, this.ownHeaders()));
+  }
+
+  /** Sends a request the gateway decoded (and rewrote): tensors on a channel, else JSON. */
+  private sendRequest(request: DecodedInferRequest): void {
+    if (this.entry.workerChannels) {
+      const headers = this.req.headers;
+      const timeout = headers['kiln-timeout-ms'];
+      const priority = headers['kiln-priority'];
+      this.tensorFrame = encodeTensorRequest(
+        request,
+        typeof timeout === 'string' ? timeout : undefined,
+        typeof priority === 'string' ? priority : undefined,
+      );
+    }
+    // Replicas without a channel (and BYTES requests) get the rewritten request as JSON.
+    this.body = Buffer.from(encodeInferRequest(request));
     this.send(null, null);
   }
 
@@ -302,6 +370,11 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
       if (typeof value === 'string') list.push(name, value);
       else if (value !== undefined) for (const item of value) list.push(name, item);
     }
+    if (this.form === 'v1') {
+      // The answer is rewritten at the end: its length is the rewritten one's.
+      const at = list.indexOf('content-length');
+      if (at !== -1 && at % 2 === 0) list.splice(at, 2);
+    }
     const upstreamTrace = headers.traceparent;
     list.push(
       'x-request-id',
@@ -318,7 +391,7 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     // A small answer of known length goes out with its headers in one write (one syscall)
     // at the end; anything else (no length, large, server-sent events) streams.
     const length = headers['content-length'];
-    if (length !== undefined && Number(length) <= maxHeldResponseBytes) {
+    if (this.form === 'v1' || (length !== undefined && Number(length) <= maxHeldResponseBytes)) {
       this.heldHeaders = list;
     } else {
       this.res.writeHead(statusCode, list);
@@ -344,6 +417,12 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     const held = this.heldHeaders;
     if (held === null) {
       this.res.end();
+    } else if (this.form === 'v1') {
+      const answer = this.v1Answer(this.status, Buffer.concat(this.heldChunks));
+      if (answer === null) return;
+      held.push('content-length', String(answer.length));
+      this.res.writeHead(this.status, held);
+      this.res.end(answer);
     } else {
       const chunks = this.heldChunks;
       this.res.writeHead(this.status, held);
@@ -353,12 +432,28 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     this.finish(this.status);
   }
 
+  /**
+   * The v1 body for a replica's answer: a 200's outputs as `predictions`; errors as they are
+   * (`{"error": …}` is v1's error shape too). null when a 200 is no v2 response, answered
+   * here as a 500.
+   */
+  private v1Answer(status: number, body: Buffer): Buffer | null {
+    if (status !== 200) return body;
+    const predictions = v1PredictResponse(body);
+    if (predictions !== null) return Buffer.from(predictions);
+    const reason = 'the replica answered something other than a v2 response';
+    this.fail('KILN_INFERENCE_FAILED', { reason });
+    return null;
+  }
+
   // --- upstream on a worker channel ---------------------------------------------------
 
-  onChannelReply(status: number, retryAfter: string | null, body: Buffer): void {
+  onChannelReply(status: number, retryAfter: string | null, reply: Buffer): void {
     const replica = this.releaseReplica();
     this.channelId = 0;
     if (this.done || replica === null) return;
+    const body = this.form === 'v1' ? this.v1Answer(status, reply) : reply;
+    if (body === null) return;
     const headers = this.ownHeaders();
     headers.push(
       'content-type',

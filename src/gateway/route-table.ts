@@ -13,7 +13,8 @@ import { indexApiKeys } from './auth.ts';
 import type { EndpointSeries, GatewayMetrics } from './metrics.ts';
 import { modelMetadataBody } from './model-metadata.ts';
 import type { ReplicaState } from './replica-set.ts';
-import { compileRequestCheck, type RequestCheck } from './request-check.ts';
+import type { CompiledNaming } from '../protocol/v2/input-naming.ts';
+import { compileNamingCheck, compileRequestCheck, type RequestCheck } from './request-check.ts';
 import type { ApiKeyGrant, EndpointRoute, RoutingSnapshot } from './routing-snapshot.ts';
 import type { TokenBucket } from './token-bucket.ts';
 
@@ -28,6 +29,8 @@ export interface EndpointEntry {
   readonly check: RequestCheck | null;
   /** What `check` was compiled from (JSON), to reuse it across snapshots. */
   readonly checkKey: string;
+  /** Input names besides the schema's (any-name single input, named features); null: none. */
+  readonly naming: CompiledNaming | null;
   readonly replicas: readonly ReplicaState[];
   /** Some replica is a Kiln worker with a channel: infer bodies are decoded for tensor frames. */
   readonly workerChannels: boolean;
@@ -65,15 +68,18 @@ export function buildRouteTable(
   const endpoints = new Map<string, EndpointEntry>();
   const teamRates = new Map(snapshot.teamLimits.map((l) => [l.team, l.requestsPerSecond]));
   for (const route of snapshot.endpoints) {
-    const checkKey = `${route.version} ${route.format} ${JSON.stringify(route.schema)}`;
+    const checkKey = `${route.version} ${route.format} ${JSON.stringify(route.schema)} ${JSON.stringify(route.inputNaming ?? null)}`;
     const before = previous?.endpoints.get(route.name);
     let check: RequestCheck | null;
+    let naming: CompiledNaming | null;
     if (before !== undefined && before.checkKey === checkKey) {
       check = before.check;
+      naming = before.naming;
     } else {
       const compiled = compileRequestCheck(route.schema, route.format);
       if (!compiled.ok) onBadSchema(route.name, compiled.reason);
       check = compiled.ok ? compiled.check : null;
+      naming = compileNamingCheck(check, route.inputNaming);
     }
     const versionText = String(route.version);
     const base = `/v2/models/${encodeURIComponent(route.name)}`;
@@ -87,6 +93,7 @@ export function buildRouteTable(
       maxBodyBytes: route.maxBodyBytes,
       check,
       checkKey,
+      naming,
       replicas: endpointReplicas,
       workerChannels: endpointReplicas.some((r) => r.channel !== null),
       metadataBody: modelMetadataBody(route),

@@ -4,6 +4,7 @@
 // it while the control plane is down (static stability). A rollback is a new snapshot.
 
 import type { ModelSchema } from '../core/tensor.ts';
+import type { InputNaming } from '../protocol/v2/input-naming.ts';
 import type { ModelFormat } from '../registry/formats/artifact-file.ts';
 
 export interface RoutingSnapshot {
@@ -31,6 +32,12 @@ export interface EndpointRoute {
    * else what the model itself reports. null while unknown (the worker still checks).
    */
   readonly schema: ModelSchema | null;
+  /**
+   * Whether the schema's input names were declared (enforced) and the model's feature names:
+   * the request forms the gateway takes besides the schema's exact names. Absent (snapshots of
+   * older control planes): the schema's names only.
+   */
+  readonly inputNaming?: InputNaming;
   /** Largest request body accepted, in bytes. */
   readonly maxBodyBytes: number;
   /**

@@ -43,6 +43,19 @@ function tensorListReason(value: unknown, where: string): string | null {
   return null;
 }
 
+/** `inputNaming` is optional (added later); when present it must be well formed. */
+function inputNamingReason(value: unknown, where: string): string | null {
+  if (value === undefined) return null;
+  if (!isObject(value) || typeof value.declared !== 'boolean') {
+    return `${where}.inputNaming is not an object with a boolean 'declared'`;
+  }
+  const names = value.featureNames;
+  if (names !== null && !(Array.isArray(names) && names.every(isString))) {
+    return `${where}.inputNaming.featureNames is neither null nor a list of strings`;
+  }
+  return null;
+}
+
 function endpointReason(value: unknown, index: number): string | null {
   const where = `endpoints[${index}]`;
   if (!isObject(value)) return `${where} is not an object`;
@@ -61,6 +74,8 @@ function endpointReason(value: unknown, index: number): string | null {
       tensorListReason(value.schema.outputs, `${where}.schema.outputs`);
     if (reason !== null) return reason;
   }
+  const naming = inputNamingReason(value.inputNaming, where);
+  if (naming !== null) return naming;
   const limit = value.maxConcurrency;
   if (limit !== undefined && limit !== null && (!isCount(limit) || limit === 0)) {
     return `${where}.maxConcurrency is neither null nor a positive integer`;

@@ -9,8 +9,18 @@
 //   POST /v2/models/{m}[/versions/{v}]/infer    checked, then forwarded to a replica
 //   GET  /metrics                               Prometheus text
 //
-// For /v2/models/… the order is: snapshot loaded → authenticate (401) → endpoint exists
-// (404) → key scope (403) → version served (404) → route action. {m} is the endpoint name.
+// and the KServe v1 / TensorFlow Serving predict protocol beside it (docs/v1-protocol.md),
+// through the same checks, limits and metrics:
+//
+//   GET  /v1/models/{m}[/versions/{v}]          {"name","ready"}
+//   POST /v1/models/{m}[/versions/{v}]:predict  {"instances"} → {"predictions"}
+//
+// An LLM endpoint's /v1/models/{m} paths, and GET /v1/models itself, belong to the OpenAI
+// routes, which share the prefix (decided by the endpoint's kind; 404 until they exist).
+//
+// For /v2/models/… and /v1/models/… the order is: snapshot loaded → authenticate (401) →
+// endpoint exists (404) → key scope (403) → version served (404) → route action. {m} is the
+// endpoint name.
 // Infer then refuses, before reading any of the body: too large (413) → endpoint at its
 // concurrency bound (429 busy) → team over its rate (429 rate limited). The slot of the
 // bound is taken only once the body is in (infer-exchange.ts), so slow uploads hold none.
@@ -32,9 +42,10 @@ export interface GatewayState extends ExchangeSettings {
   readonly metrics: GatewayMetrics;
 }
 
-type ModelAction = 'metadata' | 'ready' | 'infer';
+type ModelAction = 'metadata' | 'ready' | 'infer' | 'v1-status' | 'v1-predict';
 
 const modelsPrefix = '/v2/models/';
+const v1ModelsPrefix = '/v1/models/';
 const serverMetadata = JSON.stringify({ name: 'kiln', version: kilnVersion, extensions: [] });
 
 export class V2Routes {
@@ -52,6 +63,10 @@ export class V2Routes {
     const isGet = method === 'GET' || method === 'HEAD';
     if (path.startsWith(modelsPrefix)) {
       this.model(req, res, path, method, isGet);
+      return;
+    }
+    if (path.startsWith(v1ModelsPrefix)) {
+      this.v1Model(req, res, path, method, isGet);
       return;
     }
     if (isGet) {
@@ -106,6 +121,47 @@ export class V2Routes {
       sendV2Error(res, 'KILN_ROUTE_NOT_FOUND', { method, url: path });
       return;
     }
+    this.serve(req, res, rawName, version, action);
+  }
+
+  /** `/v1/models/{m}[/versions/{v}][:predict]`, KServe v1's and TensorFlow Serving's paths. */
+  private v1Model(
+    req: GatewayRequest,
+    res: GatewayResponse,
+    path: string,
+    method: string,
+    isGet: boolean,
+  ): void {
+    const rest = path.slice(v1ModelsPrefix.length);
+    const colon = rest.lastIndexOf(':');
+    const parts = (colon === -1 ? rest : rest.slice(0, colon)).split('/');
+    const verb = colon === -1 ? null : rest.slice(colon + 1);
+    const versioned = parts.length === 3 && parts[1] === 'versions' && parts[2] !== '';
+    const action: ModelAction | null =
+      (parts.length !== 1 && !versioned) || parts[0] === ''
+        ? null
+        : verb === null
+          ? isGet
+            ? 'v1-status'
+            : null
+          : verb === 'predict' && method === 'POST'
+            ? 'v1-predict'
+            : null;
+    if (action === null) {
+      sendV2Error(res, 'KILN_ROUTE_NOT_FOUND', { method, url: path });
+      return;
+    }
+    this.serve(req, res, parts[0] ?? '', versioned ? (parts[2] ?? null) : null, action);
+  }
+
+  /** A model route, once matched: the checks every protocol shares, then the action. */
+  private serve(
+    req: GatewayRequest,
+    res: GatewayResponse,
+    rawName: string,
+    version: string | null,
+    action: ModelAction,
+  ): void {
     const name = rawName.includes('%') ? safeDecode(rawName) : rawName;
 
     const startMs = performance.now();
@@ -113,7 +169,7 @@ export class V2Routes {
     const traceparent = traceparentFrom(req.headers.traceparent);
     const table = this.state.table;
     const entry = table?.endpoints.get(name);
-    const counted = action === 'infer';
+    const counted = action === 'infer' || action === 'v1-predict';
     const series = counted ? (entry?.series ?? this.unknownSeries) : null;
     let refusal: [ErrorCode, ErrorParams] | null = null;
     if (table === null) {
@@ -144,10 +200,33 @@ export class V2Routes {
       return;
     }
 
+    // An LLM endpoint's /v1 paths are the OpenAI routes' (decided by the endpoint's kind).
+    const llm = entry.route.format === 'hf-llm';
     switch (action) {
       case 'infer':
         this.infer(req, res, entry, requestId, traceparent, startMs);
         return;
+      case 'v1-predict':
+        if (llm) {
+          this.notForLlm(req, res, entry, requestId, traceparent, startMs);
+          return;
+        }
+        this.infer(req, res, entry, requestId, traceparent, startMs, 'v1');
+        return;
+      case 'v1-status': {
+        if (llm) {
+          this.notForLlm(req, res, entry, requestId, traceparent, startMs);
+          return;
+        }
+        const headers = entryHeaders(entry, requestId, traceparent);
+        if (entry.replicas.length > 0) {
+          sendJson(res, 200, `{"name":${JSON.stringify(name)},"ready":true}`, headers);
+        } else {
+          const params = { model: name, reason: 'no replica is ready' };
+          sendV2Error(res, 'KILN_MODEL_NOT_READY', params, headers);
+        }
+        return;
+      }
       case 'metadata':
         if (entry.metadataBody !== null) {
           sendJson(res, 200, entry.metadataBody, entryHeaders(entry, requestId, traceparent));
@@ -189,6 +268,7 @@ export class V2Routes {
     requestId: string,
     traceparent: string,
     startMs: number,
+    form: 'v1' | 'v2' = 'v2',
   ): void {
     // Refusals at the door, before reading a byte of the body. Side-effect-free checks come
     // first, so a request refused for its size or a busy endpoint spends no team token.
@@ -228,7 +308,29 @@ export class V2Routes {
       traceparent,
       startMs,
     );
+    if (form === 'v1') exchange.speakV1();
     exchange.readBody(gate);
+  }
+
+  /** A v1 predict-protocol path on an LLM endpoint: those belong to the OpenAI routes. */
+  private notForLlm(
+    req: GatewayRequest,
+    res: GatewayResponse,
+    entry: EndpointEntry,
+    requestId: string,
+    traceparent: string,
+    startMs: number,
+  ): void {
+    req.resume();
+    const headers = entryHeaders(entry, requestId, traceparent);
+    const url = (req.url ?? '/').split('?')[0] ?? '/';
+    const status = sendV2Error(
+      res,
+      'KILN_ROUTE_NOT_FOUND',
+      { method: req.method ?? '', url },
+      headers,
+    );
+    if (req.method === 'POST') entry.series.record(status, (performance.now() - startMs) / 1000);
   }
 
   private metrics(res: GatewayResponse): void {

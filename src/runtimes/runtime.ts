@@ -60,6 +60,11 @@ export interface ModelRuntime {
   /** The tensors the model takes and gives, as the runtime read them from the model. */
   readonly inputs: readonly TensorSpec[];
   readonly outputs: readonly TensorSpec[];
+  /**
+   * The names of the columns of the model's one input, in order, when the model file has them
+   * (tree models' feature names): requests may then send one input a feature.
+   */
+  readonly featureNames?: readonly string[] | null;
   /** Runs a few representative inferences so the first real request is not slow. */
   warmup(): Promise<void>;
   /** Runs one batch (the first dimension of every input is the batch). */

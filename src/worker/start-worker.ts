@@ -17,6 +17,7 @@ import { loadRuntime } from '../runtimes/load-runtime.ts';
 import { compileSchema } from '../protocol/v2/schema.ts';
 import { inputDatatypePolicy } from '../protocol/v2/input-datatypes.ts';
 import { createInferBatcher } from './batching/infer-batcher.ts';
+import { featureColumnLayout } from './feature-columns.ts';
 import { WorkerMetrics } from './worker-metrics.ts';
 import { closeChannels } from './worker-channel.ts';
 import { createWorkerServer, type WorkerState } from './worker-server.ts';
@@ -72,11 +73,13 @@ export async function startWorker(
         `could not read the model's artifacts: ${(error as Error).message}`,
       );
     }
+    // A tree model declared one input per feature runs on one [-1, F] matrix of them.
+    const columns = featureColumnLayout(spec.format, spec.schema);
     const outcome = await loadRuntime({
       modelDir,
       format: spec.format,
       files: spec.files.map((f) => f.path),
-      schema: spec.schema,
+      schema: columns?.runtimeSchema ?? spec.schema,
       config: spec.config,
     });
     if (!outcome.ok) return fail('KILN_MODEL_LOAD_FAILED', outcome.reason);
@@ -91,6 +94,7 @@ export async function startWorker(
       return fail('KILN_MODEL_LOAD_FAILED', `warm-up failed: ${(error as Error).message}`);
     }
     state.runtime = runtime;
+    state.columns = columns;
     const series = { endpoint: spec.endpoint, version: String(spec.version) };
     state.batcher =
       spec.batching === null
@@ -107,6 +111,10 @@ export async function startWorker(
       inputs: schema.inputs,
       outputs: schema.outputs,
       memoryBytes: runtime.memoryBytes(),
+      // Declared columns are the features' names; the model file's would name nothing here.
+      ...(runtime.featureNames == null || columns !== null
+        ? {}
+        : { featureNames: runtime.featureNames }),
     });
   };
   const loaded = load().catch((error: unknown) => fail('KILN_INTERNAL', String(error)));

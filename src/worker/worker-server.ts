@@ -22,6 +22,7 @@ import type { InferOutcome, ModelRuntime } from '../runtimes/runtime.ts';
 import { parseInferRequest, type DecodedInferRequest } from '../protocol/v2/decode-request.ts';
 import { encodeInferResponse } from '../protocol/v2/encode-response.ts';
 import type { CompiledSchema } from '../protocol/v2/schema.ts';
+import type { FeatureColumnLayout } from './feature-columns.ts';
 import { monotonicClock } from './batching/batch-timers.ts';
 import { batchShape } from './batching/batch-tensors.ts';
 import type { BatcherClock, CancelSignal } from './batching/dynamic-batcher.ts';
@@ -43,6 +44,8 @@ export interface WorkerState {
   inflight: number;
   /** Set with the runtime when the spec turns batching on. */
   batcher: InferBatcher | null;
+  /** A tree model declared one input per feature: requests' columns are joined into rows. */
+  columns?: FeatureColumnLayout | null;
 }
 
 const jsonHeaders = { 'content-type': 'application/json' } as const;
@@ -276,7 +279,9 @@ export function createWorkerServer(
           retryAfter: null,
         };
       }
-      const controls = readInferControls(headers, decoded.request, spec.defaultTimeoutMs);
+      // Declared feature columns become the runtime's rows (feature-columns.ts).
+      const request = state.columns?.join(decoded.request) ?? decoded.request;
+      const controls = readInferControls(headers, request, spec.defaultTimeoutMs);
       if (!controls.ok)
         return fail(kilnError('KILN_INVALID_INFER_REQUEST', { reason: controls.message }));
       const deadlineMicros =

@@ -71,5 +71,7 @@ export type WorkerEvent =
       readonly inputs: ModelSchema['inputs'];
       readonly outputs: ModelSchema['outputs'];
       readonly memoryBytes: number;
+      /** The model's feature names (ModelRuntime.featureNames), when it has them. */
+      readonly featureNames?: readonly string[];
     }
   | { readonly event: 'failed'; readonly code: string; readonly message: string };

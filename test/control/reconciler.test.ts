@@ -65,7 +65,12 @@ class DrivenBackend implements Backend {
       url: `http://127.0.0.1:${9000 + this.launched.indexOf(entry)}`,
       socketPath: null,
     });
-    entry.emit({ kind: 'ready', schema: { inputs: [], outputs: [] }, memoryBytes: 0 });
+    entry.emit({
+      kind: 'ready',
+      schema: { inputs: [], outputs: [] },
+      memoryBytes: 0,
+      featureNames: null,
+    });
   }
 
   exit(entry: Launched): void {

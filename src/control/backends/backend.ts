@@ -15,7 +15,13 @@ export type ReplicaEvent =
       /** A Unix socket on the gateway's host serving the same routes, if the replica has one. */
       readonly socketPath: string | null;
     }
-  | { readonly kind: 'ready'; readonly schema: ModelSchema; readonly memoryBytes: number }
+  | {
+      readonly kind: 'ready';
+      readonly schema: ModelSchema;
+      readonly memoryBytes: number;
+      /** The model's feature names (tree models), when its file has them. */
+      readonly featureNames: readonly string[] | null;
+    }
   | {
       readonly kind: 'failed';
       readonly reason: string;

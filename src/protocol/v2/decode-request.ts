@@ -150,6 +150,8 @@ function readEnvelope(body: unknown, schema: CompiledSchema | null): Envelope | 
   }
   const parameters = readParameters(body.parameters, "'parameters'");
   if (!parameters.ok) return parameters;
+  const v1 = v1FieldProblem(body);
+  if (v1 !== null) return v1;
   const rawInputs = body.inputs;
   if (!Array.isArray(rawInputs)) {
     return invalid(`'inputs' must be an array of tensors, got ${jsonKind(rawInputs)}`);
@@ -200,6 +202,16 @@ function readEnvelope(body: unknown, schema: CompiledSchema | null): Envelope | 
     outputs: outputs.names,
     inputs,
   };
+}
+
+/** A v1 body (`instances`) sent as v2, alone or beside `inputs`: said so, not ignored. */
+function v1FieldProblem(body: JsonObject): V2Failure | null {
+  if (body.instances === undefined) return null;
+  return invalid(
+    body.inputs === undefined
+      ? `'instances' is the v1 protocol's field (POST /v1/models/{name}:predict); v2 infer takes {"inputs": [...]}`
+      : `the body mixes v1 'instances' with v2 'inputs'; send one or the other`,
+  );
 }
 
 function readInputHeader(

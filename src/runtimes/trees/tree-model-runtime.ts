@@ -28,6 +28,7 @@ export class TreeModelRuntime implements ModelRuntime {
   readonly name: string;
   readonly inputs: readonly TensorSpec[];
   readonly outputs: readonly TensorSpec[];
+  readonly featureNames: readonly string[] | null;
   private predictor: TreePredictor | null;
 
   constructor(
@@ -38,6 +39,7 @@ export class TreeModelRuntime implements ModelRuntime {
     this.name = `trees/${predictor.library}`;
     this.inputs = [specs.input];
     this.outputs = [specs.output];
+    this.featureNames = predictor.featureNames;
   }
 
   /** The low-level predictor (null once unloaded). */

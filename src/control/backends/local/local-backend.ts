@@ -92,6 +92,7 @@ export class LocalBackend implements Backend {
             kind: 'ready',
             schema: { inputs: event.inputs, outputs: event.outputs },
             memoryBytes: event.memoryBytes,
+            featureNames: Array.isArray(event.featureNames) ? event.featureNames : null,
           });
           break;
         case 'failed':

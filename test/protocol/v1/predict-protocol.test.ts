@@ -1,0 +1,160 @@
+// The v1 predict codec and the input-name forms, as pure functions: v1 bodies into plain v2
+// bodies, v2 answers into `predictions` (digit for digit), named features into rows.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { v1PredictToV2 } from '../../../src/protocol/v1/predict-request.ts';
+import { v1PredictResponse } from '../../../src/protocol/v1/predict-response.ts';
+import { compileInputNaming, renameRequestInputs } from '../../../src/protocol/v2/input-naming.ts';
+import { compileSchema } from '../../../src/protocol/v2/schema.ts';
+
+const treeSchema = compileSchema({
+  inputs: [{ name: 'input', datatype: 'FP32', shape: [-1, 3] }],
+  outputs: [{ name: 'output', datatype: 'FP32', shape: [-1] }],
+});
+const naming = compileInputNaming(treeSchema, { declared: false, featureNames: ['a', 'b', 'c'] });
+
+test('answers keep the v2 digits: exact INT64, NaN as null, infinities as ±1e999', () => {
+  const v2 =
+    '{"model_name":"m","outputs":[{"name":"y","datatype":"INT64","shape":[2],"data":[9007199254740993,-1]}]}';
+  assert.equal(v1PredictResponse(v2), '{"predictions":[9007199254740993,-1]}');
+  const floats =
+    '{"model_name":"m","outputs":[{"name":"p","datatype":"FP32","shape":[1,3],"data":[0.10000000149011612,null,-1e999]}]}';
+  assert.equal(v1PredictResponse(floats), '{"predictions":[[0.10000000149011612,null,-1e999]]}');
+  const nested = '{"outputs":[{"name":"t","datatype":"FP32","shape":[1,2,2],"data":[1,2,3,4]}]}';
+  assert.equal(v1PredictResponse(nested), '{"predictions":[[[1,2],[3,4]]]}');
+});
+
+test('outputs that disagree on rows come back columnar, as TensorFlow Serving answers', () => {
+  const v2 =
+    '{"outputs":[{"name":"y","datatype":"FP32","shape":[2],"data":[1,2]},{"name":"n","datatype":"INT64","shape":[1],"data":[7]}]}';
+  assert.equal(v1PredictResponse(v2), '{"outputs":{"y":[1,2],"n":[7]}}');
+  assert.equal(v1PredictResponse('{"error":"x"}'), null);
+  assert.equal(v1PredictResponse('{"outputs":[{"name":"y","shape":[3],"data":[1]}]}'), null);
+});
+
+test('instances as objects of a multi-input model are stacked per input', () => {
+  const schema = compileSchema({
+    inputs: [
+      { name: 'words', datatype: 'BYTES', shape: [-1] },
+      { name: 'x', datatype: 'FP32', shape: [-1, 2] },
+    ],
+    outputs: [{ name: 'y', datatype: 'FP32', shape: [-1] }],
+  });
+  const result = v1PredictToV2(
+    {
+      instances: [
+        { words: 'hi', x: [1, 2] },
+        { x: [3, 4], words: 'yo' },
+      ],
+    },
+    schema,
+    null,
+  );
+  assert.deepEqual(result, {
+    ok: true,
+    body: {
+      inputs: [
+        { name: 'words', datatype: 'BYTES', shape: [2], data: ['hi', 'yo'] },
+        {
+          name: 'x',
+          datatype: 'FP32',
+          shape: [2, 2],
+          data: [
+            [1, 2],
+            [3, 4],
+          ],
+        },
+      ],
+    },
+  });
+  const lists = v1PredictToV2({ instances: [[1, 2]] }, schema, null);
+  assert.equal(lists.ok, false);
+  assert.match(
+    (lists as { message: string }).message,
+    /takes 2 inputs \(words, x\); send each instance as an object/,
+  );
+  const missing = v1PredictToV2({ instances: [{ x: [1, 2] }] }, schema, null);
+  assert.match(
+    (missing as { message: string }).message,
+    /instances\[0\]: input 'words' is missing/,
+  );
+});
+
+test('v1 bodies that are not rows are named', () => {
+  const cases: [unknown, RegExp][] = [
+    [[1, 2], /must be a JSON object, got an array/],
+    [{ instances: {} }, /'instances' must be an array of rows, got an object/],
+    [{ instances: [] }, /'instances' is empty/],
+    [
+      { instances: [1, [2]] },
+      /ragged: instances\[1\] has a list of 1 value, instances\[0\] has one value/,
+    ],
+  ];
+  for (const [body, message] of cases) {
+    const result = v1PredictToV2(body, treeSchema, naming);
+    assert.equal(result.ok, false, JSON.stringify(body));
+    assert.match((result as { message: string }).message, message);
+  }
+});
+
+test('named features: a feature must be one column, and rows must agree', () => {
+  assert.ok(naming !== null);
+  const wide = renameRequestInputs(
+    { inputs: [{ name: 'a', datatype: 'FP32', shape: [2, 2], data: [1, 2, 3, 4] }, { name: 'b' }] },
+    naming,
+  );
+  assert.match(
+    (wide as { message: string }).message,
+    /feature 'a': shape \[2, 2\]; a feature is one value a row/,
+  );
+  const uneven = renameRequestInputs(
+    {
+      inputs: [
+        { name: 'a', datatype: 'FP32', shape: [2], data: [1, 2] },
+        { name: 'b', datatype: 'FP32', shape: [1], data: [1] },
+      ],
+    },
+    naming,
+  );
+  assert.match(
+    (uneven as { message: string }).message,
+    /features disagree on the number of rows: 'a' has 2, 'b' has 1/,
+  );
+  const mixed = renameRequestInputs(
+    {
+      inputs: [
+        { name: 'input', datatype: 'FP32', shape: [1, 3], data: [1, 2, 3] },
+        { name: 'b', datatype: 'FP32', shape: [1], data: [1] },
+      ],
+    },
+    naming,
+  );
+  assert.match(
+    (mixed as { message: string }).message,
+    /mixes input 'input' .* with named features/,
+  );
+  // The model's own input name, or a single unknown input, is not a features request.
+  const renamed = renameRequestInputs({ inputs: [{ name: 'q', shape: [1, 3] }] }, naming);
+  assert.deepEqual(renamed, { ok: true, body: { inputs: [{ name: 'input', shape: [1, 3] }] } });
+});
+
+test('feature names are used only when they fit the one input', () => {
+  const two = compileSchema({
+    inputs: [
+      { name: 'x', datatype: 'FP32', shape: [-1, 3] },
+      { name: 'z', datatype: 'FP32', shape: [-1, 3] },
+    ],
+    outputs: [],
+  });
+  assert.equal(compileInputNaming(two, { declared: false, featureNames: ['a', 'b', 'c'] }), null);
+  assert.equal(
+    compileInputNaming(treeSchema, { declared: true, featureNames: ['a', 'b'] }),
+    null, // 2 names for 3 columns
+  );
+  assert.equal(
+    compileInputNaming(treeSchema, { declared: true, featureNames: ['a', 'a', 'b'] }),
+    null, // a name that cannot pick one column
+  );
+  assert.equal(compileInputNaming(treeSchema, undefined), null);
+});
