@@ -449,6 +449,7 @@ test('a missing, wrong, expired or revoked token is 401 on every mutating route,
     for (const c of list) {
       const response = await send(null, headers, c);
       assert.equal(response.status, 401, `${kind} token: ${c.name}`);
+      assert.equal(response.headers.get('www-authenticate'), 'Bearer realm="kiln"');
       assert.match(errorCode(response) ?? '', /^KILN_TOKEN_(MISSING|INVALID)$/);
       assert.match((response.body as { error: { message: string } }).error.message, message);
     }
@@ -577,4 +578,35 @@ test('every mutating call made above is in the audit log: who, what, when, outco
   ).body as { items: Entry[] };
   assert.ok(recent.items.length > 0 && recent.items.every((e) => e.at >= since));
   assert.ok(recent.items.length < entries.length);
+});
+
+test('an upload the client abandons half-way is audited too (499), with who sent it', async () => {
+  const { request } = await import('node:http');
+  const digest = createHash('sha256').update('never finished').digest('hex');
+  const target = new URL(`${url}/api/v1/blobs/${digest}`);
+  const upload = request({
+    host: target.hostname,
+    port: target.port,
+    path: target.pathname,
+    method: 'PUT',
+    headers: { ...admin, 'content-type': 'application/octet-stream', 'content-length': '1000000' },
+  });
+  upload.on('error', () => undefined);
+  // Once the headers and some bytes are out, the server has the request before the cut.
+  await new Promise<void>((resolve) => upload.write(Buffer.alloc(1000), () => resolve()));
+  const entryOf = async (): Promise<{ status: number; tokenName: string | null } | undefined> => {
+    const page = (await call(url, 'GET', '/api/v1/audit?limit=5', undefined, admin)).body as {
+      items: { target: string; status: number; tokenName: string | null }[];
+    };
+    return page.items.find((e) => e.target === digest);
+  };
+  upload.destroy();
+  await until(async () => (await entryOf()) !== undefined, 'the abandoned upload in the audit log');
+  assert.deepEqual(await entryOf(), {
+    ...(await entryOf()),
+    status: 499,
+    tokenName: 'local-admin',
+  });
+  const head = await call(url, 'HEAD', `/api/v1/blobs/${digest}`, undefined, admin);
+  assert.equal(head.status, 404, 'nothing kept');
 });

@@ -7,7 +7,7 @@
 //   preHandler  team-scoped needs, once params and body are parsed and validated: the teams
 //               the call would touch, resolved from the store (403 KILN_PERMISSION_DENIED)
 //   onResponse  every call that is not a GET/HEAD, allowed or refused, appended to the audit
-//               log with who, what, when and the outcome
+//               log with who, what, when and the outcome (onRequestAbort: 499, the client left)
 //
 // In --dev mode nobody authenticates (every caller is `devPrincipal`), but calls are still
 // audited. Refusals throw before the handler runs, so a refused call changes nothing.
@@ -77,8 +77,12 @@ export function installAccessControl(app: FastifyInstance, options: AccessContro
     if (!decision.ok) throw denied(principal, decision.action);
   });
 
-  app.addHook('onResponse', async (request, reply) => {
-    if (request.method === 'GET' || request.method === 'HEAD') return;
+  // Each call is recorded once: when its answer has gone out, or when the client went away
+  // first (an upload cut off half-way: Fastify then skips onResponse), as status 499.
+  const audited = new WeakSet<FastifyRequest>();
+  const audit = async (request: FastifyRequest, status: number, code: string | null) => {
+    if (request.method === 'GET' || request.method === 'HEAD' || audited.has(request)) return;
+    audited.add(request);
     const principal = request.principal;
     try {
       await store.appendAudit({
@@ -89,15 +93,22 @@ export function installAccessControl(app: FastifyInstance, options: AccessContro
         method: request.method,
         route: request.routeOptions.url ?? pathOf(request),
         target: targetOf(request),
-        status: reply.statusCode,
-        code: request.errorCode,
+        status,
+        code,
       });
     } catch (error) {
       // The call itself is done; losing its record must be loud, not fatal.
       request.log.error({ err: error }, 'could not append to the audit log');
     }
-  });
+  };
+  app.addHook('onResponse', (request, reply) =>
+    audit(request, reply.statusCode, request.errorCode),
+  );
+  app.addHook('onRequestAbort', (request) => audit(request, clientClosedStatus, null));
 }
+
+/** nginx's "client closed request": the caller left before the answer. */
+const clientClosedStatus = 499;
 
 function accessOf(request: FastifyRequest): Access {
   return request.routeOptions.config.access ?? defaultAccess(request.method);
@@ -130,6 +141,7 @@ function refusal(request: FastifyRequest, reply: FastifyReply, error: KilnError)
     (length !== undefined && length !== '0')
   )
     reply.header('connection', 'close');
+  if (error.status === 401) reply.header('www-authenticate', 'Bearer realm="kiln"');
   return error;
 }
 
