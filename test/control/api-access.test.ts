@@ -476,6 +476,8 @@ test('reads: every token reads the registry but only admins read tokens and the 
     }
   }
   expectStatus(await call(url, 'GET', '/api/v1/models', undefined, gateway), 403);
+  // A reader is refused before its body is even looked at (403, not a 400 for the body).
+  expectStatus(await act('reader-2', reader, 'POST', '/api/v1/models', { nonsense: true }), 403);
   const snapshot = '/api/v1/routing/snapshot?waitMs=0';
   expectStatus(await call(url, 'GET', snapshot, undefined, gateway), 200);
   expectStatus(await call(url, 'GET', snapshot, undefined, admin), 200);

@@ -2,7 +2,7 @@
 // of Fastify's request lifecycle:
 //
 //   onRequest   bearer token → caller (401 KILN_TOKEN_MISSING / KILN_TOKEN_INVALID), and the
-//               route's need checked for needs that do not depend on the body (403) — before
+//               route's need checked as far as it does not depend on the body (403) — before
 //               a byte of an upload is read
 //   preHandler  team-scoped needs, once params and body are parsed and validated: the teams
 //               the call would touch, resolved from the store (403 KILN_PERMISSION_DENIED)
@@ -64,7 +64,9 @@ export function installAccessControl(app: FastifyInstance, options: AccessContro
     } else if (access.kind !== 'open') {
       throw refusal(request, reply, kilnError('KILN_TOKEN_MISSING'));
     }
-    if (access.kind === 'team' || request.principal === null) return;
+    if (request.principal === null) return;
+    // For a team need, with no team yet: refuses the roles no team would help (readers),
+    // before the body is read; a deployer's teams are checked in preHandler.
     const decision = decide(request.principal, access, []);
     if (!decision.ok) throw refusal(request, reply, denied(request.principal, decision.action));
   });
@@ -72,7 +74,7 @@ export function installAccessControl(app: FastifyInstance, options: AccessContro
   app.addHook('preHandler', async (request) => {
     const access = accessOf(request);
     const principal = request.principal;
-    if (access.kind !== 'team' || principal === null || principal.role === 'admin') return;
+    if (access.kind !== 'team' || principal?.role !== 'deployer') return;
     const decision = decide(principal, access, await access.teams(request));
     if (!decision.ok) throw denied(principal, decision.action);
   });
