@@ -170,6 +170,17 @@ export type ApiKey = Omit<ApiKeyRecord, 'sha256'>;
 
 export type { TeamLimitRecord as TeamLimit } from '../store/serving-records.ts';
 
+/** A control-plane token as listed (never its digest; the token itself only at creation). */
+export type { ShownToken as Token } from '../control/api/routes-access.ts';
+import type { ShownToken } from '../control/api/routes-access.ts';
+
+/** `POST /api/v1/tokens` → the token, with its secret `token` (shown once). */
+export interface CreatedToken extends ShownToken {
+  readonly token: string;
+}
+
+export type { AuditRecord as AuditEntry, TokenRole } from '../store/access-records.ts';
+
 /** `POST /api/v1/api-keys` → the key, with its secret `key` (shown once). */
 export interface CreatedApiKey extends ApiKey {
   readonly key: string;

@@ -19,9 +19,12 @@ export function apiPath(...segments: ReadonlyArray<string | number>): string {
 export class KilnClient {
   readonly baseUrl: string;
   private readonly agent: Agent;
+  private readonly authorization: Record<string, string>;
 
-  constructor(baseUrl: string) {
+  /** `token`: the control-plane bearer token, sent with every call (none in --dev). */
+  constructor(baseUrl: string, token?: string) {
     this.baseUrl = baseUrl;
+    this.authorization = token === undefined ? {} : { authorization: `Bearer ${token}` };
     // Our own dispatcher, closed when the command ends, so no keep-alive socket holds the
     // process open after its output is written.
     // A server that accepts the connection and never answers fails the command in two
@@ -129,7 +132,7 @@ export class KilnClient {
       return await request(url, {
         method,
         dispatcher: this.agent,
-        headers: { accept: 'application/json', ...options.headers },
+        headers: { accept: 'application/json', ...this.authorization, ...options.headers },
         ...(options.body === undefined ? {} : { body: options.body }),
       });
     } catch (error) {

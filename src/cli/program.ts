@@ -2,7 +2,7 @@
 // argument, bad choice) are commander's; they are rendered like every other error, as one
 // `error: … (KILN_USAGE)` line plus a hint, and exit 2.
 //
-// Global options (--url, --home) go before the command or anywhere after it: the program
+// Global options (--url, --home, --token) go before the command or anywhere after it: the program
 // reads only those before the command name (positional options), and every subcommand also
 // takes them (hidden). So a subcommand can have an option named like a program one:
 // `kiln predict fraud --version 3` is predict's --version, not the program's.
@@ -20,6 +20,7 @@ import { registerPolicyCommands } from './commands/policy.ts';
 import { registerPredictCommand } from './commands/predict.ts';
 import { registerTeamsCommands } from './commands/teams.ts';
 import { registerUpCommand } from './commands/up.ts';
+import { registerAuditCommand, registerTokensCommands } from './commands/tokens.ts';
 import { renderError } from './errors.ts';
 
 function packageVersion(): string {
@@ -35,7 +36,11 @@ const homeOption = [
   '--home <dir>',
   'Kiln home folder for `up` and keys (default: $KILN_HOME or ./.kiln)',
 ] as const;
-const globalOptions = [urlOption, homeOption] as const;
+const tokenOption = [
+  '--token <token>',
+  'control-plane token (default: $KILN_TOKEN, or for a platform on this machine <home>/admin.token)',
+] as const;
+const globalOptions = [urlOption, homeOption, tokenOption] as const;
 
 export function buildProgram(): Command {
   const program = new Command('kiln')
@@ -43,6 +48,7 @@ export function buildProgram(): Command {
     .version(packageVersion(), '-V, --version')
     .option(...urlOption)
     .option(...homeOption)
+    .option(...tokenOption)
     .enablePositionalOptions()
     .showSuggestionAfterError(true)
     .configureHelp({ showGlobalOptions: true })
@@ -59,13 +65,15 @@ export function buildProgram(): Command {
   registerPolicyCommands(program);
   registerTeamsCommands(program);
   registerGcCommand(program);
+  registerTokensCommands(program);
+  registerAuditCommand(program);
   registerHealthCommand(program);
   registerLlmCommands(program);
   acceptGlobalOptionsEverywhere(program);
   return program;
 }
 
-/** Adds hidden --url / --home to every subcommand, so `kiln models list --url X` works. */
+/** Adds hidden --url / --home / --token to every subcommand, so `kiln models list --url X` works. */
 function acceptGlobalOptionsEverywhere(command: Command): void {
   for (const sub of command.commands) {
     for (const [flags, description] of globalOptions) {

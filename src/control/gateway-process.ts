@@ -9,6 +9,8 @@ const gatewayEntry = fileURLToPath(new URL('../gateway/main.ts', import.meta.url
 
 export interface GatewayProcessOptions {
   readonly controlUrl: string;
+  /** Bearer token for the control plane (null in --dev); passed in the environment, not argv. */
+  readonly controlToken: string | null;
   readonly host: string;
   readonly port: number;
   readonly stateDir: string;
@@ -44,7 +46,10 @@ export class GatewayProcess {
           stateDir,
           '--exit-with-parent',
         ],
-        { stdio: ['pipe', 'pipe', 'inherit'] },
+        {
+          stdio: ['pipe', 'pipe', 'inherit'],
+          env: { ...process.env, KILN_CONTROL_TOKEN: this.options.controlToken ?? '' },
+        },
       );
       this.child = child;
       // A spawn that fails (no node binary, no resources) is reported by 'error', not by a

@@ -14,6 +14,7 @@ import { SqliteStore } from '../store/sqlite/sqlite-store.ts';
 import { ArtifactStore } from '../registry/artifact-store.ts';
 import { Registry } from '../registry/registry.ts';
 import { buildApiServer } from './api/api-server.ts';
+import { ensurePlatformTokens } from './control-tokens.ts';
 import { LocalBackend } from './backends/local/local-backend.ts';
 import { registerDemoModels, deployDemoEndpoints } from './demo-models.ts';
 import { EndpointService } from './endpoints.ts';
@@ -25,7 +26,7 @@ export interface PlatformOptions {
   readonly home: string;
   readonly host: string;
   readonly port: number;
-  /** Development mode: the gateway serves without API keys. */
+  /** Development mode: the gateway serves without API keys, the API without tokens. */
   readonly dev: boolean;
   /** Register (and deploy) the demo models into an empty registry (what `npm start` does). */
   readonly demo?: boolean;
@@ -109,10 +110,19 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   };
   try {
     if (options.demo === true && !apiOnly) demoModels = await registerDemoModels(registry, home);
+    const withGateway = options.gateway !== false && !apiOnly;
+    const { gatewayToken } = options.dev
+      ? { gatewayToken: null }
+      : await ensurePlatformTokens(store, clock, home, {
+          holdsHome: !apiOnly,
+          gateway: withGateway,
+        });
     app = await buildApiServer({
       registry,
       home,
       version: kilnVersion,
+      auth: options.dev ? 'dev' : 'tokens',
+      clock,
       maxUploadBytes: options.maxUploadBytes ?? defaultMaxUploadBytes,
       logger: options.logger ?? false,
       ...(apiOnly ? {} : { serving: { endpoints, reconciler, gatewayUrl: () => gatewayUrl } }),
@@ -123,9 +133,10 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     const port = typeof address === 'object' && address !== null ? address.port : options.port;
     const host = options.host.includes(':') ? `[${options.host}]` : options.host;
     const url = `http://${host}:${port}`;
-    if (options.gateway !== false && !apiOnly) {
+    if (withGateway) {
       gateway = new GatewayProcess({
         controlUrl: url,
+        controlToken: gatewayToken,
         host: options.gatewayHost ?? options.host,
         port: options.gatewayPort ?? 8000,
         stateDir: join(home, 'gateway'),

@@ -196,6 +196,30 @@ export const errorRegistry = {
     retryable: false,
     template: 'no API key {key}',
   },
+  // --- control-plane access (bearer tokens) ---
+  KILN_TOKEN_MISSING: {
+    status: 401,
+    retryable: false,
+    template: 'this call needs a control-plane token',
+    hint: 'send `Authorization: Bearer <token>`; the CLI uses --token, $KILN_TOKEN or, on the platform machine, <home>/admin.token',
+  },
+  KILN_TOKEN_INVALID: {
+    status: 401,
+    retryable: false,
+    template: 'the control-plane token is {reason}',
+    hint: 'an admin can create a new one with `kiln tokens create`',
+  },
+  KILN_PERMISSION_DENIED: {
+    status: 403,
+    retryable: false,
+    template: '{who} may not {action}',
+  },
+  KILN_TOKEN_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    template: 'no live token {token}',
+    hint: 'list tokens with `kiln tokens list`',
+  },
   // --- serving: data plane (gateway and workers) ---
   KILN_INVALID_INFER_REQUEST: {
     status: 400,

@@ -5,6 +5,7 @@
 // if it cannot start, {"event":"failed","code","message"} and exits 1; exits 0 after
 // closing on SIGTERM or SIGINT (a second signal exits at once). With --exit-with-parent
 // (what `kiln up` passes) it also stops when its stdin pipe closes: the control plane is gone.
+// KILN_CONTROL_TOKEN, when set, is the bearer token its snapshot polls send (gateway role).
 
 import { parseArgs } from 'node:util';
 import { startGateway } from './start-gateway.ts';
@@ -38,6 +39,7 @@ try {
     port,
     stateDir,
     logger: values.log,
+    controlToken: process.env.KILN_CONTROL_TOKEN ?? '',
   });
 } catch (error) {
   // Tell the supervisor why (e.g. EADDRINUSE) instead of dying with a stack trace.

@@ -15,6 +15,8 @@ import { checkRoutingSnapshot } from './snapshot-check.ts';
 
 export interface SnapshotWatcherOptions {
   readonly controlUrl: string;
+  /** Bearer token sent with each poll ('' = none: a --dev control plane needs none). */
+  readonly token?: string;
   /** How long the control plane may hold one poll open, in ms. */
   readonly waitMs: number;
   readonly minBackoffMs: number;
@@ -78,7 +80,10 @@ export class SnapshotWatcher {
     const response = await request(this.snapshotUrl + query, {
       dispatcher: this.agent,
       signal: this.abort.signal,
-      headers: { accept: 'application/json' },
+      headers:
+        this.options.token === undefined || this.options.token === ''
+          ? { accept: 'application/json' }
+          : { accept: 'application/json', authorization: `Bearer ${this.options.token}` },
     });
     if (response.statusCode === 204) {
       await response.body.dump();

@@ -19,6 +19,8 @@ import { V2Routes, type GatewayState } from './v2-routes.ts';
 export interface GatewayOptions {
   /** Base URL of the control plane (`kiln up`), long-polled for routing snapshots. */
   readonly controlUrl: string;
+  /** Bearer token for the control plane's snapshot route ('' or absent: none, as in --dev). */
+  readonly controlToken?: string;
   readonly host: string;
   /** 0 picks a free port; the returned `url` carries the real one. */
   readonly port: number;
@@ -129,6 +131,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   if ((options.snapshotSource ?? 'control-plane') === 'control-plane') {
     watcher = new SnapshotWatcher({
       controlUrl: options.controlUrl,
+      token: options.controlToken ?? '',
       waitMs: options.pollWaitMs ?? 25_000,
       minBackoffMs: options.pollMinBackoffMs ?? 250,
       maxBackoffMs: options.pollMaxBackoffMs ?? 5_000,

@@ -12,6 +12,7 @@ import type {
   NewTeamLimit,
   TeamLimitRecord,
 } from './serving-records.ts';
+import type { AuditRecord, NewAuditRecord, NewToken, TokenRecord } from './access-records.ts';
 import type {
   AliasEntry,
   Model,
@@ -126,4 +127,20 @@ export interface Store {
   /** Removes it (the team is unlimited again); null when it had none. */
   deleteTeamLimit(team: string): Promise<TeamLimitRecord | null>;
   listTeamLimits(): Promise<readonly TeamLimitRecord[]>;
+
+  /** Control-plane bearer tokens, kept as digests; token ids are unique, names need not be. */
+  addToken(token: NewToken): Promise<TokenRecord>;
+  /** The token with this digest, revoked and expired ones included (the caller decides). */
+  findTokenByDigest(sha256: string): Promise<TokenRecord | null>;
+  getToken(id: string): Promise<TokenRecord | null>;
+  listTokens(options?: { readonly includeRevoked?: boolean }): Promise<readonly TokenRecord[]>;
+  /** Marks it revoked (from then on refused); null when there is no live token with this id. */
+  revokeToken(id: string): Promise<TokenRecord | null>;
+
+  /** Appends one entry to the audit log (never updated or deleted through this interface). */
+  appendAudit(entry: NewAuditRecord): Promise<AuditRecord>;
+  /** Newest first; `since` (ISO 8601) keeps entries at or after it. */
+  listAudit(
+    request: PageRequest & { readonly since?: string | undefined },
+  ): Promise<Page<AuditRecord>>;
 }

@@ -101,7 +101,10 @@ async function modelMetadata(
 void test('kiln up prints where the API and the gateway listen', async () => {
   assert.match(gatewayUrl, /^http:\/\/127\.0\.0\.1:\d+$/);
   assert.notEqual(gatewayUrl, platform?.url);
-  assert.match(platform?.stdout() ?? '', /^Kiln API listening on .*\nKiln gateway listening on /);
+  assert.match(
+    platform?.stdout() ?? '',
+    /^Kiln API listening on .*\nKiln gateway listening on .*\nadmin token for the CLI on this machine: .*admin\.token\n/,
+  );
   const health = await json<{ gatewayUrl: string }>(['health']);
   assert.equal(health.gatewayUrl, gatewayUrl);
   assert.match(await ok(['health']), new RegExp(`^gateway:\\s+${gatewayUrl}$`, 'm'));

@@ -6,7 +6,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { adminTokenPath } from '../../src/core/admin-token-file.ts';
 import { call, readArtifact, register } from '../helpers/platform.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 
@@ -38,6 +40,11 @@ async function startProcess(
   return { url, child };
 }
 
+/** The admin token `kiln up` left in the home (both processes accept it: one store). */
+function adminOf(home: string): Record<string, string> {
+  return { authorization: `Bearer ${readFileSync(adminTokenPath(home), 'utf8').trim()}` };
+}
+
 test('two processes registering versions of one model concurrently get distinct consecutive numbers', async (t) => {
   const home = await tempDir('kiln-concurrent-');
   const [a, b] = await Promise.all([startProcess(home), startProcess(home, ['--api-only'])]);
@@ -46,16 +53,17 @@ test('two processes registering versions of one model concurrently get distinct 
     b.child.kill('SIGTERM');
   });
   assert.notEqual(a.url, b.url);
+  const admin = adminOf(home);
   const files = await readArtifact(`${fixtures}xgb-binary.json`);
-  await call(a.url, 'POST', '/api/v1/models', { name: 'shared' });
+  await call(a.url, 'POST', '/api/v1/models', { name: 'shared' }, admin);
   // Warm both servers up so the race below is between registrations, not startups.
-  assert.equal((await register(a.url, 'shared', 'xgboost', files)).status, 201);
-  assert.equal((await register(b.url, 'shared', 'xgboost', files)).status, 201);
+  assert.equal((await register(a.url, 'shared', 'xgboost', files, {}, admin)).status, 201);
+  assert.equal((await register(b.url, 'shared', 'xgboost', files, {}, admin)).status, 201);
 
   const perProcess = 25;
   const results = await Promise.all(
     Array.from({ length: perProcess * 2 }, (_, i) =>
-      register(i % 2 === 0 ? a.url : b.url, 'shared', 'xgboost', files),
+      register(i % 2 === 0 ? a.url : b.url, 'shared', 'xgboost', files, {}, admin),
     ),
   );
   for (const r of results) assert.equal(r.status, 201, JSON.stringify(r.body));
@@ -64,7 +72,7 @@ test('two processes registering versions of one model concurrently get distinct 
     numbers,
     Array.from({ length: perProcess * 2 }, (_, i) => i + 3),
   );
-  const model = (await call(b.url, 'GET', '/api/v1/models/shared')).body as {
+  const model = (await call(b.url, 'GET', '/api/v1/models/shared', undefined, admin)).body as {
     latestVersion: number;
     versionCount: number;
   };
@@ -98,7 +106,8 @@ test('a second kiln up on a served home is refused, naming the holder; --api-onl
 
   const b = await startProcess(home, ['--api-only']);
   t.after(() => b.child.kill('SIGTERM'));
-  assert.equal((await call(b.url, 'GET', '/api/v1/models')).status, 200);
-  assert.equal((await call(b.url, 'GET', '/api/v1/endpoints')).status, 404);
-  assert.equal((await call(a.url, 'GET', '/api/v1/endpoints')).status, 200);
+  const admin = adminOf(home);
+  assert.equal((await call(b.url, 'GET', '/api/v1/models', undefined, admin)).status, 200);
+  assert.equal((await call(b.url, 'GET', '/api/v1/endpoints', undefined, admin)).status, 404);
+  assert.equal((await call(a.url, 'GET', '/api/v1/endpoints', undefined, admin)).status, 200);
 });

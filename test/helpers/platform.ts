@@ -2,17 +2,21 @@
 
 import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { adminTokenPath } from '../../src/core/admin-token-file.ts';
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { after } from 'node:test';
+import type { Clock } from '../../src/core/clock.ts';
 import { startPlatform, type RunningPlatform } from '../../src/control/start-platform.ts';
 
 export interface TestPlatform extends RunningPlatform {
   readonly home: string;
+  /** Outside --dev: `Authorization: Bearer <the admin token kiln up wrote>`; else {}. */
+  readonly admin: Record<string, string>;
 }
 
 export async function testPlatform(
-  options: { maxUploadBytes?: number; gateway?: boolean; dev?: boolean } = {},
+  options: { maxUploadBytes?: number; gateway?: boolean; dev?: boolean; clock?: Clock } = {},
 ): Promise<TestPlatform> {
   const home = await mkdtemp(join(tmpdir(), 'kiln-home-'));
   const platform = await startPlatform({
@@ -31,7 +35,11 @@ export async function testPlatform(
     await platform.close();
     await rm(home, { recursive: true, force: true });
   });
-  return Object.assign(platform, { home });
+  const admin =
+    options.dev === false
+      ? { authorization: `Bearer ${(await readFile(adminTokenPath(home), 'utf8')).trim()}` }
+      : {};
+  return Object.assign(platform, { home, admin });
 }
 
 export interface JsonResponse {
@@ -124,21 +132,29 @@ export async function register(
   format: string,
   files: readonly LocalFile[],
   extra: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
 ): Promise<JsonResponse> {
-  const created = await call(url, 'POST', '/api/v1/models', { name: model });
+  const created = await call(url, 'POST', '/api/v1/models', { name: model }, headers);
   if (created.status !== 201 && errorCode(created) !== 'KILN_MODEL_EXISTS') {
     throw new Error(`could not create model: ${JSON.stringify(created.body)}`);
   }
   for (const f of files) {
     const put = await call(url, 'PUT', `/api/v1/blobs/${f.sha256}`, f.data, {
       'content-type': 'application/octet-stream',
+      ...headers,
     });
     if (put.status !== 201 && put.status !== 200)
       throw new Error(`upload failed: ${JSON.stringify(put.body)}`);
   }
-  return call(url, 'POST', `/api/v1/models/${model}/versions`, {
-    format,
-    files: files.map(({ path, size, sha256: digest }) => ({ path, size, sha256: digest })),
-    ...extra,
-  });
+  return call(
+    url,
+    'POST',
+    `/api/v1/models/${model}/versions`,
+    {
+      format,
+      files: files.map(({ path, size, sha256: digest }) => ({ path, size, sha256: digest })),
+      ...extra,
+    },
+    headers,
+  );
 }

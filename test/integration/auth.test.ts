@@ -6,6 +6,7 @@ import { call, readArtifact, register, testPlatform } from '../helpers/platform.
 
 const fixtures = new URL('../../fixtures/registry/', import.meta.url).pathname;
 const platform = await testPlatform({ gateway: true, dev: false });
+const admin = platform.admin;
 
 async function waitReady(endpoint: string, key: string): Promise<void> {
   const deadline = Date.now() + 60_000;
@@ -37,21 +38,33 @@ async function infer(
 
 test('API keys: missing or unknown → 401, out of scope → 403, endpoint- and team-scoped keys work, revocation bites', async () => {
   const files = await readArtifact(`${fixtures}xgb-binary.json`);
-  await call(platform.url, 'POST', '/api/v1/models', { name: 'risk-model', team: 'risk' });
-  await call(platform.url, 'POST', '/api/v1/models', { name: 'ads-model', team: 'ads' });
-  assert.equal((await register(platform.url, 'risk-model', 'xgboost', files)).status, 201);
-  assert.equal((await register(platform.url, 'ads-model', 'xgboost', files)).status, 201);
-  await call(platform.url, 'PUT', '/api/v1/endpoints/risk', { model: 'risk-model' });
-  await call(platform.url, 'PUT', '/api/v1/endpoints/ads', { model: 'ads-model' });
+  await call(platform.url, 'POST', '/api/v1/models', { name: 'risk-model', team: 'risk' }, admin);
+  await call(platform.url, 'POST', '/api/v1/models', { name: 'ads-model', team: 'ads' }, admin);
+  assert.equal(
+    (await register(platform.url, 'risk-model', 'xgboost', files, {}, admin)).status,
+    201,
+  );
+  assert.equal(
+    (await register(platform.url, 'ads-model', 'xgboost', files, {}, admin)).status,
+    201,
+  );
+  await call(platform.url, 'PUT', '/api/v1/endpoints/risk', { model: 'risk-model' }, admin);
+  await call(platform.url, 'PUT', '/api/v1/endpoints/ads', { model: 'ads-model' }, admin);
 
   const riskKey = (
-    await call(platform.url, 'POST', '/api/v1/api-keys', { name: 'risk-app', endpoint: 'risk' })
+    await call(
+      platform.url,
+      'POST',
+      '/api/v1/api-keys',
+      { name: 'risk-app', endpoint: 'risk' },
+      admin,
+    )
   ).body as { key: string; id: string };
   const adsTeamKey = (
-    await call(platform.url, 'POST', '/api/v1/api-keys', { name: 'ads-team', team: 'ads' })
+    await call(platform.url, 'POST', '/api/v1/api-keys', { name: 'ads-team', team: 'ads' }, admin)
   ).body as { key: string };
   assert.match(riskKey.key, /^kiln_/);
-  const listed = (await call(platform.url, 'GET', '/api/v1/api-keys')).body as {
+  const listed = (await call(platform.url, 'GET', '/api/v1/api-keys', undefined, admin)).body as {
     items: Record<string, unknown>[];
   };
   assert.equal(listed.items.length, 2);
@@ -78,7 +91,10 @@ test('API keys: missing or unknown → 401, out of scope → 403, endpoint- and 
   assert.equal((await infer('risk', { authorization: `Bearer ${riskKey.key}` })).status, 200);
   assert.equal((await infer('ads', { 'x-api-key': adsTeamKey.key })).status, 200);
 
-  assert.equal((await call(platform.url, 'DELETE', `/api/v1/api-keys/${riskKey.id}`)).status, 200);
+  assert.equal(
+    (await call(platform.url, 'DELETE', `/api/v1/api-keys/${riskKey.id}`, undefined, admin)).status,
+    200,
+  );
   const deadline = Date.now() + 10_000;
   let status = 200;
   while (Date.now() < deadline && status === 200) {

@@ -1,13 +1,15 @@
 // `kiln up`: run the platform in this process until SIGINT/SIGTERM. Prints exactly two
 // lines scripts and tests parse, `Kiln API listening on <url>` then `Kiln gateway listening
-// on <url>` (with --port 0 / --gateway-port 0 they carry the real ports), then, with --dev,
-// a few example commands. One serving platform per home: a second `kiln up` on a home that
-// a live platform serves exits with KILN_HOME_IN_USE, unless --api-only (the registry API
-// alone, beside it: one line, `Kiln API listening on <url>`).
+// on <url>` (with --port 0 / --gateway-port 0 they carry the real ports), then, without
+// --dev, where the admin token is, and with --dev, a few example commands. One serving
+// platform per home: a second `kiln up` on a home that a live platform serves exits with
+// KILN_HOME_IN_USE, unless --api-only (the registry API alone, beside it: one line,
+// `Kiln API listening on <url>`, and the admin token's).
 
 import type { Command } from 'commander';
 import type { RunningPlatform } from '../../control/start-platform.ts';
 import { HomeInUseError } from '../../control/home-lock.ts';
+import { adminTokenPath } from '../../core/admin-token-file.ts';
 import { isKilnError } from '../../core/errors.ts';
 import { integerOption, parseNumber } from '../arguments.ts';
 import { homeOf } from '../context.ts';
@@ -77,6 +79,8 @@ export function registerUpCommand(program: Command): void {
       writeOut(`Kiln API listening on ${platform.url}\n`);
       if (platform.gatewayUrl !== '')
         writeOut(`Kiln gateway listening on ${platform.gatewayUrl}\n`);
+      if (options.dev !== true)
+        writeOut(`admin token for the CLI on this machine: ${adminTokenPath(home)}\n`);
       if (options.dev === true && options.apiOnly !== true) writeOut(devExamples(platform, home));
       await waitForSignal();
       await platform.close();

@@ -1,8 +1,11 @@
 // The control-plane HTTP server (Fastify): /api/v1. It never sits on the inference path.
 
 import Fastify, { type FastifyInstance } from 'fastify';
+import type { Clock } from '../../core/clock.ts';
 import type { Registry } from '../../registry/registry.ts';
+import { installAccessControl } from './access-control.ts';
 import { installErrorHandling, installJsonParser } from './error-handler.ts';
+import { registerAccessRoutes } from './routes-access.ts';
 import { registerBlobRoutes } from './routes-blobs.ts';
 import { registerModelRoutes } from './routes-models.ts';
 import { registerSystemRoutes } from './routes-system.ts';
@@ -18,6 +21,9 @@ export interface ApiServerOptions {
   /** Limit for JSON bodies (a version's manifest can list thousands of files). */
   readonly maxJsonBytes?: number;
   readonly logger?: boolean;
+  /** 'tokens': every call but health needs a bearer token; 'dev': none does. */
+  readonly auth: 'dev' | 'tokens';
+  readonly clock: Clock;
   readonly serving?: {
     readonly endpoints: EndpointService;
     readonly reconciler: Reconciler;
@@ -46,6 +52,13 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
   });
   installJsonParser(app);
   installErrorHandling(app, maxJsonBytes);
+  // Before any route: the hooks apply to every route and scope registered after them.
+  installAccessControl(app, {
+    mode: options.auth,
+    store: options.registry.store,
+    clock: options.clock,
+  });
+  registerAccessRoutes(app, options.registry.store, options.clock);
   registerSystemRoutes(app, options.registry, {
     version: options.version,
     home: options.home,

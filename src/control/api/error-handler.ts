@@ -5,6 +5,13 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { kilnError, KilnError } from '../../core/errors.ts';
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The registry code of the error this request was answered with (for the audit log). */
+    errorCode: string | null;
+  }
+}
+
 function fromFastify(
   error: FastifyError,
   request: FastifyRequest,
@@ -48,6 +55,7 @@ function fromFastify(
 }
 
 export function installErrorHandling(app: FastifyInstance, maxBodyBytes: number): void {
+  app.decorateRequest('errorCode', null);
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     let kiln: KilnError;
     if (error instanceof KilnError) kiln = error;
@@ -65,6 +73,7 @@ export function installErrorHandling(app: FastifyInstance, maxBodyBytes: number)
         kiln = kilnError('KILN_INTERNAL', { reason: 'unexpected failure; see the server log' });
       }
     }
+    request.errorCode = kiln.code;
     if (kiln.status >= 500)
       request.log.warn({ code: kiln.code, message: kiln.message }, 'request failed');
     return reply.code(kiln.status).type('application/json').send(kiln.toJSON());
@@ -75,6 +84,7 @@ export function installErrorHandling(app: FastifyInstance, maxBodyBytes: number)
       method: request.method,
       url: request.url.split('?')[0] ?? '',
     });
+    request.errorCode = error.code;
     return reply.code(error.status).send(error.toJSON());
   });
 }

@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Readable } from 'node:stream';
 import { kilnError } from '../../core/errors.ts';
 import { isSha256, type ArtifactStore } from '../../registry/artifact-store.ts';
+import { uploadAccess } from '../access-policy.ts';
 
 const blobParams = {
   type: 'object',
@@ -45,7 +46,7 @@ export function registerBlobRoutes(
 
     scope.put<{ Params: { sha256: string } }>(
       '/api/v1/blobs/:sha256',
-      { schema: { params: blobParams } },
+      { schema: { params: blobParams }, config: { access: uploadAccess } },
       async (request, reply) => {
         const digest = requireDigest(request.params.sha256);
         const header = request.headers['content-length'];

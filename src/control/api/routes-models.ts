@@ -1,8 +1,10 @@
 // /api/v1/models…: models, versions, aliases, lineage.
 
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { kilnError } from '../../core/errors.ts';
 import type { Registry, RegisterVersionRequest } from '../../registry/registry.ts';
+import type { Store } from '../../store/store.ts';
+import { teamAccess } from '../access-policy.ts';
 import {
   aliasBody,
   createModelBody,
@@ -50,12 +52,27 @@ function versionNumber(ref: string, model: string): number {
   return Number(ref);
 }
 
+/** The team of the model the call names (none when there is no such model: 404 follows). */
+async function modelTeams(store: Store, request: FastifyRequest): Promise<readonly string[]> {
+  const model = await store.getModel((request.params as { name: string }).name);
+  return model === null ? [] : [model.team];
+}
+
 export function registerModelRoutes(app: FastifyInstance, registry: Registry): void {
   const store = registry.store;
+  const ofModel = (request: FastifyRequest): Promise<readonly string[]> =>
+    modelTeams(store, request);
 
   app.post<{ Body: { name: string; team?: string; description?: string } }>(
     '/api/v1/models',
-    { schema: { body: createModelBody } },
+    {
+      schema: { body: createModelBody },
+      config: {
+        access: teamAccess('create models', (request) =>
+          Promise.resolve([(request.body as { team?: string }).team ?? 'default']),
+        ),
+      },
+    },
     async (request, reply) => {
       const { name, team, description } = request.body;
       const model = await registry.createModel(name, team, description);
@@ -82,7 +99,18 @@ export function registerModelRoutes(app: FastifyInstance, registry: Registry): v
 
   app.post<{ Params: { name: string }; Body: RegisterVersionRequest }>(
     '/api/v1/models/:name/versions',
-    { schema: { params: modelNameParams, body: registerVersionBody } },
+    {
+      schema: { params: modelNameParams, body: registerVersionBody },
+      config: {
+        // An existing model's team; else the team it would be created in.
+        access: teamAccess('register versions', async (request) => {
+          const existing = await ofModel(request);
+          const create = (request.body as RegisterVersionRequest).createModel;
+          if (existing.length > 0 || create === undefined) return existing;
+          return [create.team ?? 'default'];
+        }),
+      },
+    },
     async (request, reply) => {
       const version = await registry.registerVersion(request.params.name, request.body);
       request.log.info({ model: version.model, version: version.version }, 'version registered');
@@ -111,7 +139,10 @@ export function registerModelRoutes(app: FastifyInstance, registry: Registry): v
 
   app.delete<{ Params: { name: string; ref: string } }>(
     '/api/v1/models/:name/versions/:ref',
-    { schema: { params: versionParams } },
+    {
+      schema: { params: versionParams },
+      config: { access: teamAccess('delete versions', ofModel) },
+    },
     async (request) => {
       await registry.requireModel(request.params.name);
       return store.deleteVersion(
@@ -123,7 +154,10 @@ export function registerModelRoutes(app: FastifyInstance, registry: Registry): v
 
   app.post<{ Params: { name: string; ref: string } }>(
     '/api/v1/models/:name/versions/:ref/verify',
-    { schema: { params: versionParams } },
+    {
+      schema: { params: versionParams },
+      config: { access: teamAccess('verify versions', ofModel) },
+    },
     async (request) => registry.verifyVersion(request.params.name, request.params.ref),
   );
 
@@ -138,7 +172,10 @@ export function registerModelRoutes(app: FastifyInstance, registry: Registry): v
 
   app.put<{ Params: { name: string; alias: string }; Body: { version: number } }>(
     '/api/v1/models/:name/aliases/:alias',
-    { schema: { params: aliasParams, body: aliasBody } },
+    {
+      schema: { params: aliasParams, body: aliasBody },
+      config: { access: teamAccess('move aliases', ofModel) },
+    },
     async (request) => {
       const { name, alias } = request.params;
       const { previousVersion } = await registry.setAlias(name, alias, request.body.version);
@@ -148,7 +185,7 @@ export function registerModelRoutes(app: FastifyInstance, registry: Registry): v
 
   app.delete<{ Params: { name: string; alias: string } }>(
     '/api/v1/models/:name/aliases/:alias',
-    { schema: { params: aliasParams } },
+    { schema: { params: aliasParams }, config: { access: teamAccess('move aliases', ofModel) } },
     async (request) => {
       const { name, alias } = request.params;
       await registry.requireModel(name);

@@ -8,6 +8,7 @@ import { checkName } from '../../registry/names.ts';
 import type { Store } from '../../store/store.ts';
 import type { DeployRequest, EndpointService } from '../endpoints.ts';
 import type { Reconciler } from '../reconciler.ts';
+import { adminAccess, routingAccess, teamAccess } from '../access-policy.ts';
 import { registerTeamLimitRoutes } from './routes-team-limits.ts';
 
 const shortString = { type: 'string', minLength: 1, maxLength: 256 } as const;
@@ -81,9 +82,32 @@ export function registerServingRoutes(
     endpoints.get(request.params.name),
   );
 
+  // A deploy touches the endpoint's current team (if it exists), the team it will have, and
+  // the model's: a deployer may use only its own team's models, in its own team's endpoints.
+  const deployTeams = async (name: string, body: DeployRequest): Promise<readonly string[]> => {
+    const [existing, model] = await Promise.all([
+      store.getEndpoint(name),
+      store.getModel(body.model),
+    ]);
+    const teams = [existing?.team, model?.team, body.team ?? model?.team];
+    return teams.filter((team): team is string => team !== undefined);
+  };
+  const endpointTeams = async (name: string): Promise<readonly string[]> => {
+    const existing = await store.getEndpoint(name);
+    return existing === null ? [] : [existing.team];
+  };
+  const manageApiKeys = adminAccess('manage API keys');
+
   app.put<{ Params: { name: string }; Body: DeployRequest }>(
     '/api/v1/endpoints/:name',
-    { schema: { body: deployBody } },
+    {
+      schema: { body: deployBody },
+      config: {
+        access: teamAccess('deploy endpoints', (request) =>
+          deployTeams((request.params as { name: string }).name, request.body as DeployRequest),
+        ),
+      },
+    },
     async (request, reply) => {
       const { endpoint, created } = await endpoints.deploy(request.params.name, request.body);
       request.log.info({ endpoint: endpoint.name, version: endpoint.version }, 'endpoint deployed');
@@ -91,8 +115,16 @@ export function registerServingRoutes(
     },
   );
 
-  app.delete<{ Params: { name: string } }>('/api/v1/endpoints/:name', async (request) =>
-    endpoints.delete(request.params.name),
+  app.delete<{ Params: { name: string } }>(
+    '/api/v1/endpoints/:name',
+    {
+      config: {
+        access: teamAccess('delete endpoints', (request) =>
+          endpointTeams((request.params as { name: string }).name),
+        ),
+      },
+    },
+    async (request) => endpoints.delete(request.params.name),
   );
 
   app.get('/api/v1/api-keys', async () => ({
@@ -101,7 +133,7 @@ export function registerServingRoutes(
 
   app.post<{ Body: { name: string; team?: string; endpoint?: string } }>(
     '/api/v1/api-keys',
-    { schema: { body: apiKeyBody } },
+    { schema: { body: apiKeyBody }, config: { access: manageApiKeys } },
     async (request, reply) => {
       const { name, team, endpoint } = request.body;
       if ((team === undefined) === (endpoint === undefined)) {
@@ -127,17 +159,21 @@ export function registerServingRoutes(
     },
   );
 
-  app.delete<{ Params: { id: string } }>('/api/v1/api-keys/:id', async (request) => {
-    const revoked = await store.revokeApiKey(request.params.id);
-    if (revoked === null) throw kilnError('KILN_API_KEY_NOT_FOUND', { key: request.params.id });
-    await reconciler.trigger();
-    const { sha256: _hash, ...shown } = revoked;
-    return shown;
-  });
+  app.delete<{ Params: { id: string } }>(
+    '/api/v1/api-keys/:id',
+    { config: { access: manageApiKeys } },
+    async (request) => {
+      const revoked = await store.revokeApiKey(request.params.id);
+      if (revoked === null) throw kilnError('KILN_API_KEY_NOT_FOUND', { key: request.params.id });
+      await reconciler.trigger();
+      const { sha256: _hash, ...shown } = revoked;
+      return shown;
+    },
+  );
 
   app.get<{ Querystring: { after?: number; waitMs: number } }>(
     '/api/v1/routing/snapshot',
-    { schema: { querystring: snapshotQuery } },
+    { schema: { querystring: snapshotQuery }, config: { access: routingAccess } },
     async (request, reply) => {
       const controller = new AbortController();
       reply.raw.once('close', () => controller.abort());

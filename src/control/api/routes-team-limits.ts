@@ -6,6 +6,7 @@ import { kilnError } from '../../core/errors.ts';
 import { checkName } from '../../registry/names.ts';
 import type { Store } from '../../store/store.ts';
 import type { Reconciler } from '../reconciler.ts';
+import { adminAccess } from '../access-policy.ts';
 
 const teamLimitBody = {
   type: 'object',
@@ -23,10 +24,11 @@ export function registerTeamLimitRoutes(
   reconciler: Reconciler,
 ): void {
   app.get('/api/v1/teams/limits', async () => ({ items: await store.listTeamLimits() }));
+  const setLimits = adminAccess('set team rate limits');
 
   app.put<{ Params: { team: string }; Body: { requestsPerSecond: number; burst: number } }>(
     '/api/v1/teams/:team/limits',
-    { schema: { body: teamLimitBody } },
+    { schema: { body: teamLimitBody }, config: { access: setLimits } },
     async (request) => {
       const { team } = request.params;
       checkName('team', team);
@@ -37,12 +39,16 @@ export function registerTeamLimitRoutes(
     },
   );
 
-  app.delete<{ Params: { team: string } }>('/api/v1/teams/:team/limits', async (request) => {
-    const { team } = request.params;
-    checkName('team', team);
-    const removed = await store.deleteTeamLimit(team);
-    if (removed === null) throw kilnError('KILN_TEAM_LIMIT_NOT_FOUND', { team });
-    await reconciler.trigger();
-    return removed;
-  });
+  app.delete<{ Params: { team: string } }>(
+    '/api/v1/teams/:team/limits',
+    { config: { access: setLimits } },
+    async (request) => {
+      const { team } = request.params;
+      checkName('team', team);
+      const removed = await store.deleteTeamLimit(team);
+      if (removed === null) throw kilnError('KILN_TEAM_LIMIT_NOT_FOUND', { team });
+      await reconciler.trigger();
+      return removed;
+    },
+  );
 }

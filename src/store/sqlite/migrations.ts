@@ -126,4 +126,38 @@ export const sqliteMigrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 4,
+    name: 'control-tokens-and-audit',
+    sql: `
+      -- bearer tokens of the control-plane API; only the sha256 of a token is kept
+      CREATE TABLE control_tokens (
+        id          TEXT PRIMARY KEY,
+        name        TEXT NOT NULL,
+        role        TEXT NOT NULL CHECK (role IN ('admin', 'deployer', 'reader', 'gateway')),
+        team        TEXT,
+        prefix      TEXT NOT NULL,
+        sha256      TEXT NOT NULL UNIQUE,
+        created_at  TEXT NOT NULL,
+        expires_at  TEXT,
+        revoked_at  TEXT,
+        CHECK ((role = 'deployer') = (team IS NOT NULL))
+      );
+
+      -- every mutating API call, allowed or refused; append-only
+      CREATE TABLE audit_log (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        at          TEXT NOT NULL,
+        token_id    TEXT,
+        token_name  TEXT,
+        role        TEXT,
+        method      TEXT NOT NULL,
+        route       TEXT NOT NULL,
+        target      TEXT NOT NULL,
+        status      INTEGER NOT NULL,
+        code        TEXT
+      );
+      CREATE INDEX audit_log_at ON audit_log(at);
+    `,
+  },
 ];

@@ -22,6 +22,8 @@ import { sqliteMigrations, type Migration } from './migrations.ts';
 import { SqliteServingTables, endpointsServing } from './sqlite-serving.ts';
 import { SqliteSigningTables } from './sqlite-signing.ts';
 import { SqliteTeamLimitTables } from './sqlite-team-limits.ts';
+import { SqliteAccessTables } from './sqlite-access.ts';
+import type { AuditRecord, NewAuditRecord, NewToken, TokenRecord } from '../access-records.ts';
 import type {
   ApiKeyRecord,
   EndpointRecord,
@@ -57,6 +59,7 @@ export class SqliteStore implements Store {
   private readonly serving: SqliteServingTables;
   private readonly signing: SqliteSigningTables;
   private readonly teamLimits: SqliteTeamLimitTables;
+  private readonly access: SqliteAccessTables;
 
   private constructor(db: Database.Database, clock: Clock) {
     this.db = db;
@@ -64,6 +67,7 @@ export class SqliteStore implements Store {
     this.serving = new SqliteServingTables(db, clock);
     this.signing = new SqliteSigningTables(db, clock);
     this.teamLimits = new SqliteTeamLimitTables(db, clock);
+    this.access = new SqliteAccessTables(db, clock);
   }
 
   static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
@@ -570,5 +574,37 @@ export class SqliteStore implements Store {
 
   listTeamLimits(): Promise<readonly TeamLimitRecord[]> {
     return this.run(() => this.teamLimits.list());
+  }
+
+  // ---------------------------------------------------------------- access
+
+  addToken(token: NewToken): Promise<TokenRecord> {
+    return this.run(() => this.access.addToken(token));
+  }
+
+  findTokenByDigest(sha256: string): Promise<TokenRecord | null> {
+    return this.run(() => this.access.findByDigest(sha256));
+  }
+
+  getToken(id: string): Promise<TokenRecord | null> {
+    return this.run(() => this.access.get(id));
+  }
+
+  listTokens(options: { readonly includeRevoked?: boolean } = {}): Promise<readonly TokenRecord[]> {
+    return this.run(() => this.access.list(options.includeRevoked === true));
+  }
+
+  revokeToken(id: string): Promise<TokenRecord | null> {
+    return this.run(() => this.access.revoke(id));
+  }
+
+  appendAudit(entry: NewAuditRecord): Promise<AuditRecord> {
+    return this.run(() => this.access.appendAudit(entry));
+  }
+
+  listAudit(
+    request: PageRequest & { readonly since?: string | undefined },
+  ): Promise<Page<AuditRecord>> {
+    return this.run(() => this.access.listAudit(request));
   }
 }
