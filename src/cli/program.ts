@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { registerDeployCommand } from './commands/deploy.ts';
+import { registerDownCommand } from './commands/down.ts';
 import { registerEndpointsCommands } from './commands/endpoints.ts';
 import { registerGcCommand } from './commands/gc.ts';
 import { registerHealthCommand } from './commands/health.ts';
@@ -51,6 +52,7 @@ export function buildProgram(): Command {
     .exitOverride();
   // Subcommands copy these settings when created, so configure before registering.
   registerUpCommand(program);
+  registerDownCommand(program);
   registerModelsCommands(program);
   registerDeployCommand(program);
   registerEndpointsCommands(program);

@@ -14,7 +14,11 @@ import type { RoutingSnapshot } from './routing-snapshot.ts';
 import { checkRoutingSnapshot } from './snapshot-check.ts';
 
 export interface SnapshotWatcherOptions {
-  readonly controlUrl: string;
+  /**
+   * Base URL of the control plane, or a function asked before every poll: a control plane
+   * restarted on another port is found again (main.ts reads it from a file in the home).
+   */
+  readonly controlUrl: string | (() => string);
   /** How long the control plane may hold one poll open, in ms. */
   readonly waitMs: number;
   readonly minBackoffMs: number;
@@ -31,14 +35,15 @@ type PollOutcome = 'applied' | 'unchanged' | 'stale';
 export class SnapshotWatcher {
   private readonly abort = new AbortController();
   private readonly agent: Agent;
-  private readonly snapshotUrl: string;
+  private readonly controlUrl: () => string;
   private running: Promise<void> | null = null;
 
   constructor(private readonly options: SnapshotWatcherOptions) {
     // Headers arrive only when the poll ends: allow the wait plus a margin.
     const timeoutMs = options.waitMs + 15_000;
     this.agent = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
-    this.snapshotUrl = `${options.controlUrl.replace(/\/+$/, '')}/api/v1/routing/snapshot`;
+    const { controlUrl } = options;
+    this.controlUrl = typeof controlUrl === 'string' ? () => controlUrl : controlUrl;
   }
 
   start(): void {
@@ -75,7 +80,8 @@ export class SnapshotWatcher {
       current === null
         ? `?waitMs=${this.options.waitMs}`
         : `?after=${current}&waitMs=${this.options.waitMs}`;
-    const response = await request(this.snapshotUrl + query, {
+    const snapshotUrl = `${this.controlUrl().replace(/\/+$/, '')}/api/v1/routing/snapshot`;
+    const response = await request(snapshotUrl + query, {
       dispatcher: this.agent,
       signal: this.abort.signal,
       headers: { accept: 'application/json' },

@@ -69,6 +69,10 @@ export function registerUpCommand(program: Command): void {
           dev: options.dev === true,
           demo: options.dev === true && options.demo !== false,
           apiOnly: options.apiOnly === true,
+          // The data plane outlives this process: killed outright, it leaves the gateway and
+          // workers serving, and the next `kiln up` on the home adopts them (`kiln down`
+          // stops them). Ctrl-C / SIGTERM still stop everything.
+          detached: true,
           ...(maxUploadBytes === undefined ? {} : { maxUploadBytes }),
         });
       } catch (error) {
