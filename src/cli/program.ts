@@ -34,7 +34,7 @@ const urlOption = [
 ] as const;
 const homeOption = [
   '--home <dir>',
-  'Kiln home folder for `up` and keys (default: $KILN_HOME or ./.kiln)',
+  'Kiln home folder for `up`, `down` and keys (default: $KILN_HOME or ./.kiln)',
 ] as const;
 const globalOptions = [urlOption, homeOption] as const;
 

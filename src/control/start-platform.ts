@@ -122,8 +122,6 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   };
   try {
     if (options.demo === true && !apiOnly) demoModels = await registerDemoModels(registry, home);
-    // Before the API listens: a gateway's first poll must get a snapshot that routes to them.
-    if (!apiOnly) await reconciler.adopt(backend.survivors());
     app = await buildApiServer({
       registry,
       home,
@@ -138,6 +136,11 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     const host = options.host.includes(':') ? `[${options.host}]` : options.host;
     const url = `http://${host}:${port}`;
     if (!apiOnly) {
+      // What an earlier platform left running, before the reconciler's first pass: gateways
+      // get no snapshot before that pass (the routing table holds their polls), so the first
+      // one they get routes to the adopted replicas. After listening, so a start that fails
+      // to listen leaves them serving.
+      await reconciler.adopt(backend.survivors());
       await writeFile(`${controlUrlFile}.tmp`, `${url}\n`);
       await rename(`${controlUrlFile}.tmp`, controlUrlFile);
       reconciler.start();

@@ -54,7 +54,10 @@ export class LocalSurvivor implements SurvivingReplica {
     };
     // Not our child: no 'exit' event comes, so look for the pid going away.
     const watch = setInterval(() => {
-      if (!isRunning(this.identity)) finish();
+      if (isRunning(this.identity)) return;
+      finish();
+      // Died by itself (a crash): it could not remove its folder. The restart gets another.
+      void rm(this.folder, { recursive: true, force: true });
     }, watchEveryMs);
     watch.unref();
     onEvent({ kind: 'listening', url: this.url, socketPath: this.socketPath });
