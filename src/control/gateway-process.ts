@@ -55,10 +55,9 @@ export class GatewayProcess {
   async adopt(): Promise<string | null> {
     const record = readGatewayRecord(this.options.stateDir);
     if (record === null || !isRunning(record.process)) return null;
-    const url = new URL(record.url);
     const placed =
-      url.hostname.replace(/^\[|\]$/g, '') === this.options.host.replace(/^\[|\]$/g, '') &&
-      (this.options.port === 0 || Number(url.port) === this.options.port);
+      record.host === this.options.host &&
+      (this.options.port === 0 || Number(new URL(record.url).port) === this.options.port);
     if (placed && (await answers(record.url))) {
       this.adopted = record.process;
       this.url = record.url;

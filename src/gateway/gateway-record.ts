@@ -1,5 +1,5 @@
 // The gateway's record in its state folder, `{stateDir}/gateway.json`: its pid, start mark
-// (src/core/process-identity.ts) and URL, written once it listens and removed when it stops
+// (src/core/process-identity.ts), URL and the --host it was given, written once it listens and removed when it stops
 // cleanly. The gateway outlives a control plane that dies; the next `kiln up` on the home
 // reads this to adopt it (or stop it), and `kiln down` to stop it.
 
@@ -16,16 +16,18 @@ export const gatewayRecordFile = 'gateway.json';
 export interface GatewayRecord {
   readonly process: ProcessIdentity;
   readonly url: string;
+  /** The address it was asked to listen on (`localhost`, say, where `url` has 127.0.0.1). */
+  readonly host: string;
 }
 
 /** Records this process as the gateway listening at `url` (best effort). */
-export function writeGatewayRecord(stateDir: string, url: string): void {
+export function writeGatewayRecord(stateDir: string, url: string, host: string): void {
   const me = identifyProcess(process.pid);
   if (me === null) return;
   const path = join(stateDir, gatewayRecordFile);
   try {
     mkdirSync(stateDir, { recursive: true });
-    writeFileSync(`${path}.${process.pid}.tmp`, JSON.stringify({ ...me, url }));
+    writeFileSync(`${path}.${process.pid}.tmp`, JSON.stringify({ ...me, url, host }));
     renameSync(`${path}.${process.pid}.tmp`, path);
   } catch {
     // a gateway nobody can find again still serves
@@ -47,9 +49,9 @@ export function readGatewayRecord(stateDir: string): GatewayRecord | null {
     return null;
   }
   const identity = parseProcessIdentity(value);
-  const url = (value as { url?: unknown }).url;
-  if (identity === null || typeof url !== 'string') return null;
-  return { process: identity, url };
+  const { url, host } = value as { url?: unknown; host?: unknown };
+  if (identity === null || typeof url !== 'string' || typeof host !== 'string') return null;
+  return { process: identity, url, host };
 }
 
 /**

@@ -66,7 +66,7 @@ try {
   await new Promise(() => undefined);
   throw error;
 }
-writeGatewayRecord(stateDir, gateway.url);
+writeGatewayRecord(stateDir, gateway.url, values.host);
 process.stdout.write(`${JSON.stringify({ event: 'listening', url: gateway.url })}\n`);
 
 let stopping = false;
