@@ -147,6 +147,8 @@ async function assertNothingRuns(processes: readonly ProcessIdentity[]): Promise
 function steadyLoad(gatewayUrl: string, clients: number) {
   const agent = new Agent({ connections: clients });
   const failures: string[] = [];
+  /** The replicas that answered (the gateway's `kiln-replica` header), since the last reset. */
+  let servedBy = new Set<string>();
   let answered = 0;
   let running = true;
   const client = async (): Promise<void> => {
@@ -159,6 +161,7 @@ function steadyLoad(gatewayUrl: string, clients: number) {
           dispatcher: agent,
         });
         const text = await response.body.text();
+        servedBy.add(String(response.headers['kiln-replica']));
         if (response.statusCode !== 200) {
           failures.push(`${response.statusCode}: ${text}`);
         } else {
@@ -179,6 +182,12 @@ function steadyLoad(gatewayUrl: string, clients: number) {
   return {
     failures,
     answered: () => answered,
+    /** The replicas that answered since the last call. */
+    servedBy: (): string[] => {
+      const served = [...servedBy].sort();
+      servedBy = new Set();
+      return served;
+    },
     /** Waits until `n` more requests were answered. */
     more: (n: number, what: string) => {
       const target = answered + n;
@@ -244,7 +253,10 @@ void test('kill -9 of kiln up under load: no request lost, the restart adopts, k
     async () => (await snapshotVersion(gatewayUrl)) > versionBefore,
     'the gateway to poll the restarted control plane',
   );
+  load.servedBy();
   await load.more(100, 'after the restart');
+  // The adopted workers serve: the replicas that answer are those two, by id.
+  assert.deepEqual(load.servedBy(), workers.map((r) => r.id).sort());
   await load.stop();
   t.diagnostic(
     `${load.answered()} requests, ${atRestart - atKill} of them while no control plane ran; ` +
