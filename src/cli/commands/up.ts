@@ -3,7 +3,9 @@
 // on <url>` (with --port 0 / --gateway-port 0 they carry the real ports), then, with --dev,
 // a few example commands. One serving platform per home: a second `kiln up` on a home that
 // a live platform serves exits with KILN_HOME_IN_USE, unless --api-only (the registry API
-// alone, beside it: one line, `Kiln API listening on <url>`).
+// alone, beside it: one line, `Kiln API listening on <url>`). The gateway and workers outlive
+// this process if it is killed outright (the next `kiln up` adopts them, `kiln down` stops
+// them); SIGINT/SIGTERM stop them with it.
 
 import type { Command } from 'commander';
 import type { RunningPlatform } from '../../control/start-platform.ts';
@@ -57,6 +59,9 @@ export function registerUpCommand(program: Command): void {
       const maxUploadBytes = options.maxUploadBytes ?? maxUploadBytesFromEnv();
       const home = homeOf(command);
       let platform: RunningPlatform;
+      // Listening from the start: a Ctrl-C while the platform starts (the gateway and workers
+      // it starts or adopts outlive an abrupt exit) stops it once started, like any other.
+      const signalled = waitForSignal();
       try {
         // Imported here, not at the top, so the other commands never load the server.
         const { startPlatform } = await import('../../control/start-platform.ts');
@@ -82,7 +87,7 @@ export function registerUpCommand(program: Command): void {
       if (platform.gatewayUrl !== '')
         writeOut(`Kiln gateway listening on ${platform.gatewayUrl}\n`);
       if (options.dev === true && options.apiOnly !== true) writeOut(devExamples(platform, home));
-      await waitForSignal();
+      await signalled;
       await platform.close();
       // The platform's handles are closed; if a stray one lingers, do not hang on it.
       setTimeout(() => process.exit(0), 2000).unref();
