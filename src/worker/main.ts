@@ -21,7 +21,7 @@ if (specPath === undefined) {
 
 const spec = await readWorkerSpec(specPath);
 const me = identifyProcess(process.pid);
-const record = (listening: { url: string; socketPath?: string } | null): void => {
+const record = (listening: { url: string; socketPath: string | null } | null): void => {
   if (me === null) return;
   const path = join(spec.workDir, workerRecordFile);
   try {
@@ -34,7 +34,7 @@ const record = (listening: { url: string; socketPath?: string } | null): void =>
 };
 record(null);
 const emit = (event: WorkerEvent): void => {
-  if (event.event === 'listening') record(event);
+  if (event.event === 'listening') record({ url: event.url, socketPath: event.socketPath ?? null });
   process.stdout.write(`${JSON.stringify(event)}\n`);
 };
 
