@@ -11,6 +11,7 @@
 // stderr in worker.log in their folder: a terminal's Ctrl-C reaches only the platform (which
 // then stops them), and a platform killed outright leaves them serving; at the next start
 // the backend finds them (surviving-replica.ts) for the reconciler to adopt or stop.
+
 import { fileURLToPath } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
