@@ -13,6 +13,7 @@ export type CliErrorCode =
   | 'KILN_LOCAL_FILE' // a local file could not be read, parsed or written
   | 'KILN_BAD_RESPONSE' // the platform answered something that is not the documented API
   | 'KILN_LISTEN_FAILED' // `kiln up` could not bind its address
+  | 'KILN_STOP_FAILED' // `kiln down` could not stop the platform of a home
   | 'KILN_WAIT_TIMEOUT'; // `kiln deploy --wait` gave up before the endpoint was ready
 
 export const exitFailure = 1;

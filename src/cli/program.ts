@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { registerDeployCommand } from './commands/deploy.ts';
+import { registerDownCommand } from './commands/down.ts';
 import { registerEndpointsCommands } from './commands/endpoints.ts';
 import { registerGcCommand } from './commands/gc.ts';
 import { registerHealthCommand } from './commands/health.ts';
@@ -34,7 +35,7 @@ const urlOption = [
 ] as const;
 const homeOption = [
   '--home <dir>',
-  'Kiln home folder for `up` and keys (default: $KILN_HOME or ./.kiln)',
+  'Kiln home folder for `up`, `down` and keys (default: $KILN_HOME or ./.kiln)',
 ] as const;
 const tokenOption = [
   '--token <token>',
@@ -57,6 +58,7 @@ export function buildProgram(): Command {
     .exitOverride();
   // Subcommands copy these settings when created, so configure before registering.
   registerUpCommand(program);
+  registerDownCommand(program);
   registerModelsCommands(program);
   registerDeployCommand(program);
   registerEndpointsCommands(program);

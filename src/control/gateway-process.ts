@@ -1,9 +1,19 @@
 // Runs the gateway as its own OS process (the data plane must keep serving if the control
 // plane dies) and restarts it if it exits unexpectedly.
+//
+// Detached (what `kiln up` asks for), the gateway runs in its own session with its stderr in
+// <stateDir>/gateway.log, and reads the control plane's URL from a file in the home before
+// each poll: a platform killed outright leaves it serving its last snapshot, and the next
+// platform on the home adopts it (adopt(): the process its record names, still running,
+// healthy and where this platform wants it) instead of starting another.
 
 import { fileURLToPath } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { isRunning, stopProcess, type ProcessIdentity } from '../core/process-identity.ts';
+import { readGatewayRecord } from '../gateway/gateway-record.ts';
 
 const gatewayEntry = fileURLToPath(new URL('../gateway/main.ts', import.meta.url));
 
@@ -14,43 +24,98 @@ export interface GatewayProcessOptions {
   readonly host: string;
   readonly port: number;
   readonly stateDir: string;
+  /**
+   * The gateway outlives this process (own session, log file, no stdin pipe) and finds the
+   * control plane through this file (`<home>/run/platform.url`). Without it, the gateway
+   * stops when this process's end of its stdin closes.
+   */
+  readonly controlUrlFile?: string;
 }
 
 export class GatewayProcess {
   private child: ChildProcess | null = null;
+  /** A gateway an earlier platform started, taken over by adopt(). */
+  private adopted: ProcessIdentity | null = null;
+  private adoptedWatch: NodeJS.Timeout | null = null;
   private stopping = false;
   private restarts = 0;
   url = '';
 
   constructor(private readonly options: GatewayProcessOptions) {}
 
+  /** The pid of the gateway process, if one runs. */
+  get pid(): number | null {
+    return this.adopted?.pid ?? this.child?.pid ?? null;
+  }
+
+  /**
+   * Takes over the gateway an earlier platform on this home left running, if it still runs,
+   * answers, and listens where this platform would have it (same host; the port asked, or
+   * any for 0); resolves with its URL. Otherwise stops it (if it runs) and resolves null:
+   * start() one.
+   */
+  async adopt(): Promise<string | null> {
+    const record = readGatewayRecord(this.options.stateDir);
+    if (record === null || !isRunning(record.process)) return null;
+    const placed =
+      record.host === this.options.host &&
+      (this.options.port === 0 || Number(new URL(record.url).port) === this.options.port);
+    if (placed && (await answers(record.url))) {
+      this.adopted = record.process;
+      this.url = record.url;
+      const identity = record.process;
+      // Not our child: no 'exit' event comes, so look for the pid going away.
+      this.adoptedWatch = setInterval(() => {
+        if (this.adopted !== identity || isRunning(identity)) return;
+        this.dropAdopted();
+        this.restartLater('gateway exited');
+      }, 500);
+      this.adoptedWatch.unref();
+      return record.url;
+    }
+    await stopProcess(record.process, 10_000);
+    return null;
+  }
+
   /** Starts the gateway; resolves with its URL once it listens. */
   start(): Promise<string> {
     return new Promise((resolve, reject) => {
-      const { controlUrl, host, port, stateDir } = this.options;
+      const { controlUrl, controlUrlFile, host, port, stateDir } = this.options;
+      const detached = controlUrlFile !== undefined;
       // After a restart, reuse the port it had so clients keep their URL.
       const listenPort = this.url === '' ? port : Number(new URL(this.url).port);
-      const child = spawn(
-        process.execPath,
-        [
-          '--import',
-          'tsx',
-          gatewayEntry,
-          '--control-url',
-          controlUrl,
-          '--host',
-          host,
-          '--port',
-          String(listenPort),
-          '--state-dir',
-          stateDir,
-          '--exit-with-parent',
-        ],
-        {
-          stdio: ['pipe', 'pipe', 'inherit'],
-          env: { ...process.env, KILN_CONTROL_TOKEN: this.options.controlToken ?? '' },
-        },
-      );
+      let logFd: number | null = null;
+      if (detached) {
+        mkdirSync(stateDir, { recursive: true });
+        logFd = openSync(join(stateDir, 'gateway.log'), 'a');
+      }
+      let child: ChildProcess;
+      try {
+        child = spawn(
+          process.execPath,
+          [
+            '--import',
+            'tsx',
+            gatewayEntry,
+            '--control-url',
+            controlUrl,
+            '--host',
+            host,
+            '--port',
+            String(listenPort),
+            '--state-dir',
+            stateDir,
+            ...(detached ? ['--control-url-file', controlUrlFile] : ['--exit-with-parent']),
+          ],
+          {
+            detached,
+            stdio: [detached ? 'ignore' : 'pipe', 'pipe', logFd ?? 'inherit'],
+            env: { ...process.env, KILN_CONTROL_TOKEN: this.options.controlToken ?? '' },
+          },
+        );
+      } finally {
+        if (logFd !== null) closeSync(logFd);
+      }
       this.child = child;
       // A spawn that fails (no node binary, no resources) is reported by 'error', not by a
       // throw; unhandled, it would take the control plane down. 'exit' may not follow.
@@ -58,9 +123,10 @@ export class GatewayProcess {
         if (this.child === child) this.child = null;
         reject(error);
       });
-      child.stdin.on('error', () => undefined); // the gateway gone before we close it
+      child.stdin?.on('error', () => undefined); // the gateway gone before we close it
       let listening = false;
       let failure: { code: string; message: string } | null = null;
+      if (child.stdout === null) throw new Error('no stdout pipe');
       createInterface({ input: child.stdout }).on('line', (line) => {
         try {
           const event = JSON.parse(line) as {
@@ -113,8 +179,20 @@ export class GatewayProcess {
     }, delayMs).unref();
   }
 
+  private dropAdopted(): void {
+    this.adopted = null;
+    if (this.adoptedWatch !== null) clearInterval(this.adoptedWatch);
+    this.adoptedWatch = null;
+  }
+
   async stop(): Promise<void> {
     this.stopping = true;
+    const adopted = this.adopted;
+    if (adopted !== null) {
+      this.dropAdopted();
+      await stopProcess(adopted, 10_000);
+      return;
+    }
     const child = this.child;
     if (child === null || child.exitCode !== null) return;
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -122,5 +200,16 @@ export class GatewayProcess {
     const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
     await exited;
     clearTimeout(timer);
+  }
+}
+
+/** Whether a gateway answers its liveness probe at `url`. */
+async function answers(url: string): Promise<boolean> {
+  try {
+    const response = await fetch(`${url}/v2/health/live`, { signal: AbortSignal.timeout(2_000) });
+    await response.arrayBuffer();
+    return response.status === 200;
+  } catch {
+    return false;
   }
 }

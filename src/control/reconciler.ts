@@ -20,7 +20,7 @@ import type {
   RoutingSnapshot,
   TeamLimit,
 } from '../gateway/routing-snapshot.ts';
-import type { Backend, ReplicaEvent, ReplicaHandle } from './backends/backend.ts';
+import type { Backend, ReplicaEvent, ReplicaHandle, SurvivingReplica } from './backends/backend.ts';
 import {
   failureKind,
   planReplicas,
@@ -136,15 +136,86 @@ export class Reconciler {
   private closed = false;
   /** Replicas started so far: the last part of every replica id. */
   private launches = 0;
+  private started = false;
+  private firstPassDone!: () => void;
 
   constructor(private readonly options: ReconcilerOptions) {
     this.routing = new RoutingTable(
       { auth: options.auth, endpoints: [], apiKeys: [], teamLimits: [] },
       options.clock,
     );
+    // Gateways get no snapshot before the first pass has published the replicas that exist
+    // (adopted ones included): the empty initial one would take them all out of the routing.
+    this.routing.holdUntil(new Promise<void>((resolve) => (this.firstPassDone = resolve)));
+  }
+
+  /**
+   * Takes over the replicas an earlier platform on this home left running (call before
+   * start(), so the first snapshot already routes to them). Each is probed; this resolves
+   * once every one is ready or gone, or after waitMs (those still loading then join when
+   * ready, or hit the start timeout like any other). Those the endpoints no longer want are
+   * stopped by the plan like any other replica — after a gateway holds a snapshot without
+   * them, and for an old revision only once the current one is ready.
+   */
+  async adopt(survivors: readonly SurvivingReplica[], waitMs = 15_000): Promise<void> {
+    const settled: Promise<void>[] = [];
+    for (const survivor of survivors) {
+      const { launch } = survivor;
+      const taken = [...this.replicas.values()].some(
+        (r) =>
+          r.id === launch.replicaId ||
+          (r.endpoint === launch.endpoint &&
+            r.revision === launch.revision &&
+            r.slot === launch.slot),
+      );
+      if (taken) {
+        void survivor.stop(30_000); // a second holder of one slot: never in any snapshot of ours
+        continue;
+      }
+      // New replicas of this platform get ids after the adopted ones'.
+      const suffix = Number(/-(\d+)$/.exec(launch.replicaId)?.[1] ?? 0);
+      this.launches = Math.max(this.launches, suffix);
+      const replica: Replica = {
+        id: launch.replicaId,
+        endpoint: launch.endpoint,
+        model: launch.model,
+        version: launch.version,
+        revision: launch.revision,
+        slot: launch.slot,
+        state: 'starting',
+        url: null,
+        socketPath: null,
+        restarts: 0,
+        reason: null,
+        reasonCode: null,
+        lastFailure: null,
+        digests: new Set(),
+        restartAtMs: null,
+        handle: null,
+        launch: 1,
+        launchedAtMs: this.options.clock.now(),
+      };
+      this.replicas.set(replica.id, replica);
+      settled.push(
+        new Promise<void>((resolve) => {
+          replica.handle = survivor.adopt((event) => {
+            if (replica.launch !== 1) return;
+            this.onReplicaEvent(replica, event);
+            if (event.kind === 'ready' || event.kind === 'exited') resolve();
+          });
+        }),
+      );
+    }
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(settled),
+      new Promise((resolve) => (timer = setTimeout(resolve, waitMs))),
+    ]);
+    clearTimeout(timer);
   }
 
   start(): void {
+    this.started = true;
     this.timer = setInterval(() => void this.trigger(), this.options.intervalMs ?? 500);
     this.timer.unref();
     void this.trigger();
@@ -152,7 +223,8 @@ export class Reconciler {
 
   /** Asks for a reconcile pass soon; passes never overlap. Resolves when it has run. */
   trigger(): Promise<void> {
-    if (this.closed) return Promise.resolve();
+    // Not before start(): while adopting, a pass would publish before every adoptee is probed.
+    if (this.closed || !this.started) return Promise.resolve();
     if (this.running !== null) {
       this.again = true;
       return this.running;
@@ -167,6 +239,7 @@ export class Reconciler {
         process.stderr.write(`reconciler: ${String((error as Error).stack ?? error)}\n`);
       } finally {
         this.running = null;
+        this.firstPassDone();
       }
     })();
     return this.running;
@@ -216,6 +289,7 @@ export class Reconciler {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.firstPassDone();
     if (this.timer !== null) clearInterval(this.timer);
     await this.running;
     for (const replica of this.replicas.values()) replica.state = 'stopping';
@@ -363,6 +437,8 @@ export class Reconciler {
       replica.handle = this.options.backend.start(
         {
           replicaId: replica.id,
+          revision: replica.revision,
+          slot: replica.slot,
           endpoint: replica.endpoint,
           model: replica.model,
           version: replica.version,

@@ -13,6 +13,8 @@ export class RoutingTable {
   /** Highest snapshot version a gateway has confirmed holding (its long-poll's `after`). */
   private acked = 0;
   private ackWaiters = new Set<() => void>();
+  /** Until this settles, long-polls wait: the content is not yet what the platform runs. */
+  private held: Promise<void> | null = null;
 
   constructor(
     initial: SnapshotContent,
@@ -22,6 +24,18 @@ export class RoutingTable {
     // restarts: a gateway holding a persisted snapshot accepts the new ones.
     this.snapshot = { version: clock.now(), generatedAt: isoAt(clock), ...initial };
     this.contentKey = JSON.stringify(initial);
+  }
+
+  /**
+   * Makes long-polls wait until `ready` settles: a restarted control plane must not hand a
+   * gateway its empty initial snapshot (newer than the gateway's by version) before it has
+   * published the replicas it adopted.
+   */
+  holdUntil(ready: Promise<void>): void {
+    const held = ready.finally(() => {
+      if (this.held === held) this.held = null;
+    });
+    this.held = held;
   }
 
   current(): RoutingSnapshot {
@@ -81,7 +95,26 @@ export class RoutingTable {
   }
 
   /** The current snapshot if newer than `after`, else the next one within waitMs, else null. */
-  waitForNewer(
+  async waitForNewer(
+    after: number,
+    waitMs: number,
+    signal?: AbortSignal,
+  ): Promise<RoutingSnapshot | null> {
+    if (this.held !== null) {
+      const startedMs = Date.now();
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = await Promise.race([
+        this.held.then(() => false),
+        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), waitMs))),
+      ]);
+      clearTimeout(timer);
+      if (timedOut || signal?.aborted === true) return null;
+      waitMs = Math.max(0, waitMs - (Date.now() - startedMs));
+    }
+    return this.waitForNewerNow(after, waitMs, signal);
+  }
+
+  private waitForNewerNow(
     after: number,
     waitMs: number,
     signal?: AbortSignal,

@@ -4,9 +4,12 @@
 //   control-plane API (this process) ─► EndpointService ─► Reconciler ─► LocalBackend
 //                                                                          └─► worker processes
 //   gateway (its own process) ◄── routing snapshots (long-poll) ── Reconciler.routing
+//
+// Detached (`kiln up`), the gateway and workers outlive this process: started after one that
+// died, the platform adopts what it left running before it publishes any snapshot.
 
 import { resolve, join } from 'node:path';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { kilnVersion } from '../core/version.ts';
@@ -42,6 +45,12 @@ export interface PlatformOptions {
   /** Default 8000; 0 = any free port. */
   readonly gatewayPort?: number;
   readonly maxUploadBytes?: number;
+  /**
+   * The gateway and workers outlive this process (`kiln up`): a platform killed outright
+   * leaves them serving, and the next one on the home adopts them. Close() still stops them.
+   * Default false: they stop when this process ends.
+   */
+  readonly detached?: boolean;
   readonly logger?: boolean;
   readonly clock?: Clock;
 }
@@ -74,7 +83,10 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     throw error;
   }
   const artifacts = new ArtifactStore(join(home, 'artifacts'), clock);
-  const backend = new LocalBackend({ runDir: join(home, 'run') });
+  const detached = options.detached === true;
+  const backend = new LocalBackend({ runDir: join(home, 'run'), detached });
+  // Where a detached gateway finds this control plane (rewritten by every start).
+  const controlUrlFile = join(home, 'run', 'platform.url');
   try {
     await artifacts.init();
     if (!apiOnly) await backend.init();
@@ -104,6 +116,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       await reconciler.close();
       await app?.close();
       await store.close();
+      if (!apiOnly) await rm(controlUrlFile, { force: true });
     } finally {
       lock?.release();
     }
@@ -128,11 +141,20 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       ...(apiOnly ? {} : { serving: { endpoints, reconciler, gatewayUrl: () => gatewayUrl } }),
     });
     await app.listen({ host: options.host, port: options.port });
-    if (!apiOnly) reconciler.start();
     const address = app.server.address();
     const port = typeof address === 'object' && address !== null ? address.port : options.port;
     const host = options.host.includes(':') ? `[${options.host}]` : options.host;
     const url = `http://${host}:${port}`;
+    if (!apiOnly) {
+      // What an earlier platform left running, before the reconciler's first pass: gateways
+      // get no snapshot before that pass (the routing table holds their polls), so the first
+      // one they get routes to the adopted replicas. After listening, so a start that fails
+      // to listen leaves them serving.
+      await reconciler.adopt(backend.survivors());
+      await writeFile(`${controlUrlFile}.tmp`, `${url}\n`);
+      await rename(`${controlUrlFile}.tmp`, controlUrlFile);
+      reconciler.start();
+    }
     if (withGateway) {
       gateway = new GatewayProcess({
         controlUrl: url,
@@ -140,8 +162,9 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
         host: options.gatewayHost ?? options.host,
         port: options.gatewayPort ?? 8000,
         stateDir: join(home, 'gateway'),
+        ...(detached ? { controlUrlFile } : {}),
       });
-      gatewayUrl = await gateway.start();
+      gatewayUrl = (await gateway.adopt()) ?? (await gateway.start());
     }
     if (demoModels.length > 0) await deployDemoEndpoints(endpoints, home);
     return { url, gatewayUrl, registry, endpoints, reconciler, demoModels, close: closeAll };

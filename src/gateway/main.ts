@@ -1,13 +1,25 @@
 // The gateway process, as `kiln up` spawns it:
-//   node --import tsx src/gateway/main.ts --control-url URL --host 127.0.0.1 --port 8000 \
-//     --state-dir DIR [--log] [--exit-with-parent]
+//   node --import tsx src/gateway/main.ts (--control-url URL | --control-url-file FILE) \
+//     --host 127.0.0.1 --port 8000 --state-dir DIR [--log] [--exit-with-parent]
 // Prints exactly one line on stdout once listening — {"event":"listening","url":"…"} — or,
 // if it cannot start, {"event":"failed","code","message"} and exits 1; exits 0 after
-// closing on SIGTERM or SIGINT (a second signal exits at once). With --exit-with-parent
-// (what `kiln up` passes) it also stops when its stdin pipe closes: the control plane is gone.
-// KILN_CONTROL_TOKEN, when set, is the bearer token its snapshot polls send (gateway role).
+// closing on SIGTERM or SIGINT (a second signal exits at once). Once listening it records
+// itself in {stateDir}/gateway.json (gateway-record.ts), removed when it stops cleanly.
+// With --control-url-file (what `kiln up` passes) the control plane's URL is read from that
+// file before every poll, so a gateway that outlived its control plane finds the next one,
+// wherever it listens. With --exit-with-parent it instead stops when its stdin pipe closes:
+// the control plane is gone.
+// The bearer token its snapshot polls send (gateway role) is read before every poll from
+// {stateDir}/control.token, which `kiln up` keeps (so an adopted gateway follows a token
+// the next platform replaced), else taken from KILN_CONTROL_TOKEN; none in --dev.
 
 import { parseArgs } from 'node:util';
+import {
+  controlTokenReader,
+  controlUrlFromFile,
+  removeGatewayRecord,
+  writeGatewayRecord,
+} from './gateway-record.ts';
 import { startGateway } from './start-gateway.ts';
 
 function fail(message: string): never {
@@ -18,6 +30,7 @@ function fail(message: string): never {
 const { values } = parseArgs({
   options: {
     'control-url': { type: 'string' },
+    'control-url-file': { type: 'string' },
     host: { type: 'string', default: '127.0.0.1' },
     port: { type: 'string', default: '8000' },
     'state-dir': { type: 'string' },
@@ -26,10 +39,19 @@ const { values } = parseArgs({
   },
   strict: true,
 });
-const controlUrl = values['control-url'] ?? fail('--control-url is required');
+const controlUrlFile = values['control-url-file'];
+const controlUrl =
+  controlUrlFile === undefined
+    ? (values['control-url'] ?? fail('--control-url or --control-url-file is required'))
+    : controlUrlFromFile(controlUrlFile, values['control-url'] ?? 'http://127.0.0.1:8080');
 const stateDir = values['state-dir'] ?? fail('--state-dir is required');
 const port = Number(values.port);
 if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`bad --port ${values.port}`);
+
+// Whoever started us may be gone (the gateway outlives a control plane killed outright):
+// a write to its end of our pipes must not crash the gateway.
+process.stdout.on('error', () => undefined);
+process.stderr.on('error', () => undefined);
 
 let gateway: Awaited<ReturnType<typeof startGateway>>;
 try {
@@ -39,7 +61,7 @@ try {
     port,
     stateDir,
     logger: values.log,
-    controlToken: process.env.KILN_CONTROL_TOKEN ?? '',
+    controlToken: controlTokenReader(stateDir, process.env.KILN_CONTROL_TOKEN ?? ''),
   });
 } catch (error) {
   // Tell the supervisor why (e.g. EADDRINUSE) instead of dying with a stack trace.
@@ -53,12 +75,14 @@ try {
   await new Promise(() => undefined);
   throw error;
 }
+writeGatewayRecord(stateDir, gateway.url, values.host);
 process.stdout.write(`${JSON.stringify({ event: 'listening', url: gateway.url })}\n`);
 
 let stopping = false;
 function stop(): void {
   if (stopping) process.exit(1);
   stopping = true;
+  removeGatewayRecord(stateDir);
   gateway.close().then(
     () => process.exit(0),
     (error: unknown) => {

@@ -14,9 +14,16 @@ import type { RoutingSnapshot } from './routing-snapshot.ts';
 import { checkRoutingSnapshot } from './snapshot-check.ts';
 
 export interface SnapshotWatcherOptions {
-  readonly controlUrl: string;
-  /** Bearer token sent with each poll ('' = none: a --dev control plane needs none). */
-  readonly token?: string;
+  /**
+   * Base URL of the control plane, or a function asked before every poll: a control plane
+   * restarted on another port is found again (main.ts reads it from a file in the home).
+   */
+  readonly controlUrl: string | (() => string);
+  /**
+   * Bearer token sent with each poll ('' = none: a --dev control plane needs none); a
+   * function is asked before every poll (the platform may replace the token).
+   */
+  readonly token?: string | (() => string);
   /** How long the control plane may hold one poll open, in ms. */
   readonly waitMs: number;
   readonly minBackoffMs: number;
@@ -33,14 +40,15 @@ type PollOutcome = 'applied' | 'unchanged' | 'stale';
 export class SnapshotWatcher {
   private readonly abort = new AbortController();
   private readonly agent: Agent;
-  private readonly snapshotUrl: string;
+  private readonly controlUrl: () => string;
   private running: Promise<void> | null = null;
 
   constructor(private readonly options: SnapshotWatcherOptions) {
     // Headers arrive only when the poll ends: allow the wait plus a margin.
     const timeoutMs = options.waitMs + 15_000;
     this.agent = new Agent({ headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
-    this.snapshotUrl = `${options.controlUrl.replace(/\/+$/, '')}/api/v1/routing/snapshot`;
+    const { controlUrl } = options;
+    this.controlUrl = typeof controlUrl === 'string' ? () => controlUrl : controlUrl;
   }
 
   start(): void {
@@ -77,13 +85,11 @@ export class SnapshotWatcher {
       current === null
         ? `?waitMs=${this.options.waitMs}`
         : `?after=${current}&waitMs=${this.options.waitMs}`;
-    const response = await request(this.snapshotUrl + query, {
+    const snapshotUrl = `${this.controlUrl().replace(/\/+$/, '')}/api/v1/routing/snapshot`;
+    const response = await request(snapshotUrl + query, {
       dispatcher: this.agent,
       signal: this.abort.signal,
-      headers:
-        this.options.token === undefined || this.options.token === ''
-          ? { accept: 'application/json' }
-          : { accept: 'application/json', authorization: `Bearer ${this.options.token}` },
+      headers: this.headers(),
     });
     if (response.statusCode === 204) {
       await response.body.dump();
@@ -96,6 +102,14 @@ export class SnapshotWatcher {
     const check = checkRoutingSnapshot(await response.body.json());
     if (!check.ok) throw new Error(`control plane sent an invalid snapshot: ${check.reason}`);
     return this.options.apply(check.snapshot) ? 'applied' : 'stale';
+  }
+
+  private headers(): Record<string, string> {
+    const { token } = this.options;
+    const bearer = typeof token === 'function' ? token() : (token ?? '');
+    return bearer === ''
+      ? { accept: 'application/json' }
+      : { accept: 'application/json', authorization: `Bearer ${bearer}` };
   }
 
   private backoffMs(failures: number): number {

@@ -17,10 +17,16 @@ import { SnapshotWatcher } from './snapshot-watcher.ts';
 import { V2Routes, type GatewayState } from './v2-routes.ts';
 
 export interface GatewayOptions {
-  /** Base URL of the control plane (`kiln up`), long-polled for routing snapshots. */
-  readonly controlUrl: string;
-  /** Bearer token for the control plane's snapshot route ('' or absent: none, as in --dev). */
-  readonly controlToken?: string;
+  /**
+   * Base URL of the control plane (`kiln up`), long-polled for routing snapshots; a function
+   * is asked again before every poll (a restarted control plane may listen elsewhere).
+   */
+  readonly controlUrl: string | (() => string);
+  /**
+   * Bearer token for the control plane's snapshot route ('' or absent: none, as in --dev); a
+   * function is asked before every poll.
+   */
+  readonly controlToken?: string | (() => string);
   readonly host: string;
   /** 0 picks a free port; the returned `url` carries the real one. */
   readonly port: number;

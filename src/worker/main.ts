@@ -1,10 +1,16 @@
 // Entry point of a worker process: `node --import tsx src/worker/main.ts --spec FILE`.
 // Speaks to its supervisor through JSON lines on stdout (see WorkerEvent) and exits 3 when
-// the model cannot be loaded, 0 after a drain on SIGTERM/SIGINT.
+// the model cannot be loaded, 0 after a drain on SIGTERM/SIGINT. It also records itself in
+// its folder (worker.json: pid, start mark, once listening its URL and socket, once ready
+// the model's feature names), so a
+// platform started after its own died can find it, check it is still this worker, and adopt
+// or stop it.
 
-import { fstatSync } from 'node:fs';
+import { fstatSync, renameSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { readWorkerSpec, type WorkerEvent } from './worker-spec.ts';
+import { join } from 'node:path';
+import { identifyProcess } from '../core/process-identity.ts';
+import { readWorkerSpec, workerRecordFile, type WorkerEvent } from './worker-spec.ts';
 import { startWorker } from './start-worker.ts';
 
 const specIndex = process.argv.indexOf('--spec');
@@ -14,13 +20,32 @@ if (specPath === undefined) {
   process.exit(2);
 }
 
+const spec = await readWorkerSpec(specPath);
+const me = identifyProcess(process.pid);
+// What the record says besides the identity: the address once listening, and once ready the
+// model's feature names (what a platform adopting this worker cannot read from its stdout).
+let recorded: Record<string, unknown> = {};
+const record = (more: Record<string, unknown>): void => {
+  recorded = { ...recorded, ...more };
+  if (me === null) return;
+  const path = join(spec.workDir, workerRecordFile);
+  try {
+    // Whole or not at all: a platform may read it at any moment.
+    writeFileSync(`${path}.tmp`, JSON.stringify({ ...me, ...recorded }));
+    renameSync(`${path}.tmp`, path);
+  } catch {
+    // no folder (being removed): nobody will look for this worker there
+  }
+};
+record({});
 const emit = (event: WorkerEvent): void => {
+  if (event.event === 'listening') record({ url: event.url, socketPath: event.socketPath ?? null });
+  if (event.event === 'ready') record({ featureNames: event.featureNames ?? null });
   process.stdout.write(`${JSON.stringify(event)}\n`);
 };
 
-const spec = await readWorkerSpec(specPath);
-// The supervisor gone, writes to our pipes fail with EPIPE: never a crash of a worker that
-// is draining or cleaning up.
+// The supervisor gone (even by kill -9, when the worker outlives it), writes to our pipes
+// fail with EPIPE: never a crash of a worker that is serving, draining or cleaning up.
 process.stdout.on('error', () => undefined);
 process.stderr.on('error', () => undefined);
 
@@ -48,7 +73,8 @@ process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
 // The supervisor going away (its end of our stdin pipe closes) means this worker is
 // orphaned. Only when stdin is a pipe: under a service manager or a container it is
-// /dev/null, which would read as "gone" at once.
+// /dev/null, which would read as "gone" at once; and a platform whose workers outlive it
+// (`kiln up`: a restarted platform adopts them) gives none.
 if (stdinIsPipe()) {
   process.stdin.on('end', stop);
   process.stdin.resume();

@@ -39,6 +39,12 @@ export interface WorkerSpec {
 }
 
 /**
+ * The worker's record in its workDir: `{pid, startMark}` (src/core/process-identity.ts) from
+ * its start, plus `url` and `socketPath` once it listens.
+ */
+export const workerRecordFile = 'worker.json';
+
+/**
  * Longest Unix socket path accepted (sun_path holds 108 bytes on Linux, 104 on macOS, with
  * the NUL). Longer ones must be refused before listening: libuv may bind a truncated path.
  */

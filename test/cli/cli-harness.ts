@@ -48,8 +48,14 @@ export interface PlatformProcess {
   readonly gatewayUrl: string | undefined;
   /** Everything `kiln up` has written to stdout so far. */
   stdout(): string;
+  /** The `kiln up` process's pid. */
+  readonly pid: number;
   /** SIGTERM, then the exit code. */
   stop(): Promise<number | null>;
+  /** Sends `signal` (e.g. SIGKILL, SIGINT); resolves with the exit code or signal once it exited. */
+  kill(signal: NodeJS.Signals): Promise<number | string | null>;
+  /** Resolves with the exit code (or the signal) once the process exited. */
+  readonly ended: Promise<number | string | null>;
 }
 
 export interface PlatformProcessOptions {
@@ -83,6 +89,9 @@ export async function startPlatformProcess(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const ended = new Promise<number | string | null>((resolve) =>
+    child.on('exit', (code, signal) => resolve(code ?? signal)),
+  );
   let stderr = '';
   let stdout = '';
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
@@ -114,6 +123,12 @@ export async function startPlatformProcess(
   return {
     ...urls,
     stdout: () => stdout,
+    pid: child.pid ?? 0,
+    ended,
+    async kill(signal) {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return ended;
+    },
     async stop() {
       if (child.exitCode !== null) return child.exitCode;
       child.kill('SIGTERM');

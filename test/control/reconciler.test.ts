@@ -9,9 +9,15 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import type { Backend, ReplicaEvent, ReplicaLaunch } from '../../src/control/backends/backend.ts';
+import type {
+  Backend,
+  ReplicaEvent,
+  ReplicaLaunch,
+  SurvivingReplica,
+} from '../../src/control/backends/backend.ts';
 import { EndpointService } from '../../src/control/endpoints.ts';
 import { Reconciler } from '../../src/control/reconciler.ts';
+import { workerRevision } from '../../src/control/serving-defaults.ts';
 import { ArtifactStore } from '../../src/registry/artifact-store.ts';
 import { Registry } from '../../src/registry/registry.ts';
 import type { Clock } from '../../src/core/clock.ts';
@@ -79,6 +85,24 @@ class DrivenBackend implements Backend {
     entry.gone();
   }
 
+  /**
+   * A replica an earlier platform left running: adopted, it is tracked like a launch and
+   * reports ready once "probed" (a turn later).
+   */
+  survivor(launch: ReplicaLaunch): SurvivingReplica {
+    return {
+      launch,
+      pid: 4242,
+      adopt: (onEvent) => {
+        const handle = this.start(launch, onEvent);
+        const entry = this.launched.at(-1)!;
+        queueMicrotask(() => this.ready(entry));
+        return handle;
+      },
+      stop: () => Promise.resolve(),
+    };
+  }
+
   /** Launches not asked to stop and not exited. */
   running(): Launched[] {
     return this.launched.filter((l) => !l.stopRequested && !l.exited);
@@ -89,7 +113,19 @@ class DrivenBackend implements Backend {
   }
 }
 
-async function setup(t: TestContext, options: { startTimeoutMs?: number; clock?: Clock } = {}) {
+async function setup(
+  t: TestContext,
+  options: {
+    startTimeoutMs?: number;
+    clock?: Clock;
+    /** Before start: deploy these, then adopt what `survivors` returns (a restart). */
+    before?: (
+      endpoints: EndpointService,
+      backend: DrivenBackend,
+      store: SqliteStore,
+    ) => Promise<SurvivingReplica[]>;
+  } = {},
+) {
   const dir = await tempDir();
   const store = SqliteStore.open(`${dir}/kiln.db`);
   const artifacts = new ArtifactStore(`${dir}/artifacts`);
@@ -118,9 +154,17 @@ async function setup(t: TestContext, options: { startTimeoutMs?: number; clock?:
     auth: 'dev',
     unpublishDelayMs: 0,
     intervalMs: 20,
-    ...options,
+    ...(options.startTimeoutMs === undefined ? {} : { startTimeoutMs: options.startTimeoutMs }),
   });
   const endpoints = new EndpointService(registry, reconciler, () => '', clock);
+  // A gateway polling from the start, holding a snapshot of the platform before (an older
+  // version than the empty one this reconciler starts from).
+  const firstPoll = reconciler.routing.waitForNewer(
+    reconciler.routing.current().version - 1,
+    10_000,
+  );
+  if (options.before !== undefined)
+    await reconciler.adopt(await options.before(endpoints, backend, store));
   reconciler.start();
   t.after(async () => {
     for (const entry of backend.launched) if (!entry.exited) backend.exit(entry);
@@ -130,8 +174,66 @@ async function setup(t: TestContext, options: { startTimeoutMs?: number; clock?:
   const routed = (): string[] =>
     reconciler.routing.current().endpoints[0]?.replicas.map((r) => r.id) ?? [];
   const route = () => reconciler.routing.current().endpoints[0];
-  return { backend, reconciler, endpoints, routed, route };
+  return { backend, reconciler, endpoints, routed, route, firstPoll };
 }
+
+test('a restarted control plane adopts the replicas left running before it publishes', async (t) => {
+  let revision = '';
+  const survivor = (
+    backend: DrivenBackend,
+    id: string,
+    slot: number,
+    at = revision,
+    endpoint = 'e',
+  ) =>
+    backend.survivor({
+      replicaId: id,
+      endpoint,
+      model: 'a',
+      version: 1,
+      revision: at,
+      slot,
+    } as ReplicaLaunch);
+  const { backend, reconciler, endpoints, routed, firstPoll } = await setup(t, {
+    before: async (endpoints, backend, store) => {
+      await endpoints.deploy('e', { model: 'a', version: 1, replicas: 2 });
+      revision = workerRevision((await store.getEndpoint('e'))!);
+      return [
+        survivor(backend, 'e-v1-r0-7', 0),
+        survivor(backend, 'e-v1-r1-9', 1),
+        // Of a revision the endpoint no longer wants, and of an endpoint that is gone.
+        survivor(backend, 'e-v1-r0-3', 0, 'a@1#{"old":true}'),
+        survivor(backend, 'gone-v1-r0-2', 0, revision, 'gone'),
+      ];
+    },
+  });
+  // The first snapshot any gateway gets already routes to the adopted replicas: never one
+  // without them (the empty snapshot a new control plane starts from is not served).
+  const first = await firstPoll;
+  assert.deepEqual(first?.endpoints[0]?.replicas.map((r) => r.id).sort(), [
+    'e-v1-r0-7',
+    'e-v1-r1-9',
+  ]);
+  assert.deepEqual(routed().sort(), ['e-v1-r0-7', 'e-v1-r1-9']);
+  // Nothing new started for the slots they hold; the unwanted two are stopped.
+  await until(
+    () => backend.launched.filter((l) => l.stopRequested).length === 2,
+    'the unwanted survivors stopped',
+  );
+  assert.deepEqual(
+    backend.launched
+      .filter((l) => l.stopRequested)
+      .map((l) => l.launch.replicaId)
+      .sort(),
+    ['e-v1-r0-3', 'gone-v1-r0-2'],
+  );
+  assert.equal(backend.launched.length, 4);
+  // A replica started now gets an id no adopted one has.
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 3 });
+  await until(() => backend.launched.length === 5, 'a third replica');
+  assert.equal(backend.launched[4]!.launch.replicaId, 'e-v1-r2-10');
+  assert.equal(reconciler.replicaStatus('e').filter((r) => r.state === 'ready').length, 2);
+});
 
 test('traffic stays on the old version until every slot of the new one is ready', async (t) => {
   const { backend, reconciler, endpoints, routed, route } = await setup(t);

@@ -21,3 +21,19 @@ test('a poll claiming a snapshot never published acknowledges only what exists',
   assert.equal(await table.waitForAck(published + 1, 0), true);
   table.close();
 });
+
+test('held, a long-poll gets nothing until the hold ends, then the snapshot of that moment', async () => {
+  const table = new RoutingTable(empty, { now: () => 1_000 });
+  let release!: () => void;
+  table.holdUntil(new Promise<void>((resolve) => (release = resolve)));
+  // A gateway holding an older snapshot (of the control plane before this one): the empty
+  // initial snapshot is newer, but must not reach it.
+  const older = table.current().version - 1;
+  assert.equal(await table.waitForNewer(older, 20), null);
+  const poll = table.waitForNewer(older, 10_000);
+  const withReplicas = { ...empty, teamLimits: [{ team: 't', requestsPerSecond: 1, burst: 1 }] };
+  table.publish(withReplicas);
+  release();
+  assert.deepEqual((await poll)?.teamLimits, withReplicas.teamLimits);
+  table.close();
+});

@@ -2,12 +2,13 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { startGateway, type RunningGateway } from '../../src/gateway/start-gateway.ts';
 import type { RoutingSnapshot } from '../../src/gateway/routing-snapshot.ts';
+import { controlTokenReader } from '../../src/gateway/gateway-record.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 import {
   call,
@@ -22,6 +23,8 @@ interface FakeControlPlane {
   readonly url: string;
   /** `after` of every poll, as received ('' when absent). */
   readonly polls: string[];
+  /** The authorization header of every poll ('' when absent). */
+  readonly authorizations: string[];
   publish(snapshot: RoutingSnapshot): void;
   /** The next poll is answered at once with this snapshot, whatever its version. */
   answerNextWith(snapshot: RoutingSnapshot): void;
@@ -37,6 +40,7 @@ async function fakeControlPlane(initial: RoutingSnapshot | null): Promise<FakeCo
   let forced: RoutingSnapshot | null = null;
   let failures = 0;
   const polls: string[] = [];
+  const authorizations: string[] = [];
   const waiting = new Set<{ after: number; res: ServerResponse; timer: NodeJS.Timeout }>();
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
@@ -46,6 +50,7 @@ async function fakeControlPlane(initial: RoutingSnapshot | null): Promise<FakeCo
     }
     const afterText = url.searchParams.get('after') ?? '';
     polls.push(afterText);
+    authorizations.push(req.headers.authorization ?? '');
     if (failures > 0) {
       failures -= 1;
       res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":{}}');
@@ -85,6 +90,7 @@ async function fakeControlPlane(initial: RoutingSnapshot | null): Promise<FakeCo
   return {
     url: `http://127.0.0.1:${port}`,
     polls,
+    authorizations,
     publish(snapshot) {
       current = snapshot;
       for (const entry of waiting) {
@@ -210,6 +216,39 @@ test('a corrupt persisted snapshot is ignored', async () => {
   const gateway = await watchingGateway(control.url, stateDir);
   try {
     assert.equal(gateway.snapshotVersion(), 0);
+  } finally {
+    await gateway.close();
+    await control.close();
+  }
+});
+
+test('each poll sends the token of the moment: a gateway follows the token file its platform replaces', async () => {
+  const control = await fakeControlPlane(null);
+  const stateDir = await tempDir('kiln-gateway-state-');
+  // No file yet: the token it was started with.
+  const token = controlTokenReader(stateDir, 'kiln_ct_started-with');
+  const gateway = await startGateway({
+    controlUrl: control.url,
+    controlToken: token,
+    host: '127.0.0.1',
+    port: 0,
+    stateDir,
+    pollWaitMs: 300,
+    pollMinBackoffMs: 10,
+    pollMaxBackoffMs: 50,
+  });
+  try {
+    await eventually(
+      () => control.authorizations.includes('Bearer kiln_ct_started-with'),
+      'a poll with the starting token',
+    );
+    // A restarted platform replaced the token (the old one was revoked).
+    await writeFile(join(stateDir, 'control.token'), 'kiln_ct_replaced\n', { mode: 0o600 });
+    control.releaseHeld();
+    await eventually(
+      () => control.authorizations.at(-1) === 'Bearer kiln_ct_replaced',
+      'a poll with the replaced token',
+    );
   } finally {
     await gateway.close();
     await control.close();

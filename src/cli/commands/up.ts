@@ -4,7 +4,9 @@
 // --dev, where the admin token is, and with --dev, a few example commands. One serving
 // platform per home: a second `kiln up` on a home that a live platform serves exits with
 // KILN_HOME_IN_USE, unless --api-only (the registry API alone, beside it: one line,
-// `Kiln API listening on <url>`, and the admin token's).
+// `Kiln API listening on <url>`, and the admin token's). The gateway and workers outlive
+// this process if it is killed outright (the next `kiln up` adopts them, `kiln down` stops
+// them); SIGINT/SIGTERM stop them with it.
 
 import type { Command } from 'commander';
 import type { RunningPlatform } from '../../control/start-platform.ts';
@@ -59,6 +61,9 @@ export function registerUpCommand(program: Command): void {
       const maxUploadBytes = options.maxUploadBytes ?? maxUploadBytesFromEnv();
       const home = homeOf(command);
       let platform: RunningPlatform;
+      // Listening from the start: a Ctrl-C while the platform starts (the gateway and workers
+      // it starts or adopts outlive an abrupt exit) stops it once started, like any other.
+      const signalled = waitForSignal();
       try {
         // Imported here, not at the top, so the other commands never load the server.
         const { startPlatform } = await import('../../control/start-platform.ts');
@@ -71,6 +76,10 @@ export function registerUpCommand(program: Command): void {
           dev: options.dev === true,
           demo: options.dev === true && options.demo !== false,
           apiOnly: options.apiOnly === true,
+          // The data plane outlives this process: killed outright, it leaves the gateway and
+          // workers serving, and the next `kiln up` on the home adopts them (`kiln down`
+          // stops them). Ctrl-C / SIGTERM still stop everything.
+          detached: true,
           ...(maxUploadBytes === undefined ? {} : { maxUploadBytes }),
         });
       } catch (error) {
@@ -82,7 +91,7 @@ export function registerUpCommand(program: Command): void {
       if (options.dev !== true)
         writeOut(`admin token for the CLI on this machine: ${adminTokenPath(home)}\n`);
       if (options.dev === true && options.apiOnly !== true) writeOut(devExamples(platform, home));
-      await waitForSignal();
+      await signalled;
       await platform.close();
       // The platform's handles are closed; if a stray one lingers, do not hang on it.
       setTimeout(() => process.exit(0), 2000).unref();

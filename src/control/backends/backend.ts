@@ -6,7 +6,14 @@ import type { ModelSchema } from '../../core/tensor.ts';
 import type { WorkerSpec } from '../../worker/worker-spec.ts';
 
 /** A worker spec without the parts the backend chooses (where it listens, its folder). */
-export type ReplicaLaunch = Omit<WorkerSpec, 'host' | 'port' | 'workDir' | 'channelSocket'>;
+export type ReplicaLaunch = Omit<WorkerSpec, 'host' | 'port' | 'workDir' | 'channelSocket'> & {
+  /**
+   * Where the replica belongs (replica-plan.ts): the revision it serves and its slot. Kept
+   * with the replica, so a platform started after the one that launched it died can adopt it.
+   */
+  readonly revision: string;
+  readonly slot: number;
+};
 
 export type ReplicaEvent =
   | {
@@ -37,9 +44,27 @@ export interface ReplicaHandle {
   stop(graceMs: number): Promise<void>;
 }
 
+/**
+ * A replica that an earlier platform on this home started and left running when it died.
+ * The data plane outlives its control plane: the next platform adopts it (or stops it).
+ */
+export interface SurvivingReplica {
+  readonly launch: ReplicaLaunch;
+  readonly pid: number;
+  /**
+   * Takes it over: it then reports like a replica just started — `listening` at once, `ready`
+   * once probed ready (with the schema it serves), `exited` when it is gone.
+   */
+  adopt(onEvent: (event: ReplicaEvent) => void): ReplicaHandle;
+  /** Stops it unadopted (drains; killed after graceMs). */
+  stop(graceMs: number): Promise<void>;
+}
+
 export interface Backend {
   readonly kind: 'local' | 'kubernetes';
   start(launch: ReplicaLaunch, onEvent: (event: ReplicaEvent) => void): ReplicaHandle;
+  /** Replicas left running by an earlier platform on this home: each to adopt or stop. */
+  survivors?(): readonly SurvivingReplica[];
   /** Stops every replica (platform shutdown). */
   close(): Promise<void>;
 }

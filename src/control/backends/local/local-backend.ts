@@ -2,15 +2,20 @@
 // model cannot take down the control plane, the gateway or other endpoints.
 //
 // Each worker gets a private folder <home>/run/replicas/<replica-id>.<pid>/ holding its spec,
-// the verified copy of its model files and its channel socket, and reports its progress as
-// JSON lines on stdout. The platform's pid in the name keeps two platforms on one home apart
-// (replica ids are only unique within one platform), and tells a folder left by a platform
-// that died (removed at the next start) from one in use.
+// its record (worker.json: pid, start mark, address), the verified copy of its model files
+// and its channel socket, and reports its progress as JSON lines on stdout. The platform's
+// pid in the name keeps the folders of successive platforms on one home apart (replica ids
+// are only unique within one platform).
+//
+// Detached (what `kiln up` asks for), workers run in their own session with stdin closed and
+// stderr in worker.log in their folder: a terminal's Ctrl-C reaches only the platform (which
+// then stops them), and a platform killed outright leaves them serving; at the next start
+// the backend finds them (surviving-replica.ts) for the reconciler to adopt or stop.
 
 import { fileURLToPath } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { closeSync, fstatSync, mkdirSync, openSync, readSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
@@ -18,7 +23,14 @@ import {
   type WorkerEvent,
   type WorkerSpec,
 } from '../../../worker/worker-spec.ts';
-import type { Backend, ReplicaEvent, ReplicaHandle, ReplicaLaunch } from '../backend.ts';
+import type {
+  Backend,
+  ReplicaEvent,
+  ReplicaHandle,
+  ReplicaLaunch,
+  SurvivingReplica,
+} from '../backend.ts';
+import { findSurvivors, type LocalSurvivor } from './surviving-replica.ts';
 
 const workerEntry = fileURLToPath(new URL('../../../worker/main.ts', import.meta.url));
 
@@ -42,11 +54,19 @@ export interface LocalBackendOptions {
   readonly host?: string;
   /** This platform's pid, in its replica folders' names (tests give others). */
   readonly pid?: number;
+  /**
+   * Workers outlive this process: own session, no stdin pipe, stderr to worker.log (default
+   * false: they stop when this process's end of their stdin closes).
+   */
+  readonly detached?: boolean;
 }
 
 export class LocalBackend implements Backend {
   readonly kind = 'local' as const;
   private readonly children = new Set<ChildProcess>();
+  private found: readonly LocalSurvivor[] = [];
+  /** Adopted workers not yet stopped: close() stops them like children. */
+  private readonly adopted = new Set<ReplicaHandle>();
 
   constructor(private readonly options: LocalBackendOptions) {}
 
@@ -66,15 +86,25 @@ export class LocalBackend implements Backend {
     mkdirSync(workDir, { recursive: true });
     const specPath = join(workDir, 'spec.json');
     writeFileSync(specPath, JSON.stringify(spec));
-    const child = spawn(process.execPath, ['--import', 'tsx', workerEntry, '--spec', specPath], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...process.env, KILN_REPLICA_ID: launch.replicaId },
-    });
+    const detached = this.options.detached === true;
+    const logPath = join(workDir, 'worker.log');
+    const logFd = detached ? openSync(logPath, 'a') : null;
+    let child: ChildProcess;
+    try {
+      child = spawn(process.execPath, ['--import', 'tsx', workerEntry, '--spec', specPath], {
+        detached,
+        stdio: [detached ? 'ignore' : 'pipe', 'pipe', logFd ?? 'pipe'],
+        env: { ...process.env, KILN_REPLICA_ID: launch.replicaId },
+      });
+    } finally {
+      if (logFd !== null) closeSync(logFd);
+    }
     this.children.add(child);
     let stderrTail = '';
     child.stderr?.on('data', (chunk: Buffer) => {
       stderrTail = (stderrTail + chunk.toString()).slice(-2000);
     });
+    if (child.stdout === null) throw new Error('no stdout pipe to the worker');
     const lines = createInterface({ input: child.stdout });
     lines.on('line', (line) => {
       let event: WorkerEvent;
@@ -103,6 +133,7 @@ export class LocalBackend implements Backend {
     const exited = new Promise<void>((resolve) => {
       child.once('exit', (code, signal) => {
         this.children.delete(child);
+        if (detached) stderrTail = fileTail(logPath, 2000);
         if (code !== 0 && code !== 3 && signal !== 'SIGTERM' && stderrTail.trim() !== '') {
           process.stderr.write(
             `replica ${launch.replicaId} exited (${code ?? signal}): ${stderrTail.trim().split('\n').slice(-3).join(' | ')}\n`,
@@ -128,7 +159,29 @@ export class LocalBackend implements Backend {
     };
   }
 
+  survivors(): readonly SurvivingReplica[] {
+    return this.found.map((survivor) => ({
+      launch: survivor.launch,
+      pid: survivor.pid,
+      adopt: (onEvent: (event: ReplicaEvent) => void): ReplicaHandle => {
+        const handle = survivor.adopt(onEvent);
+        this.adopted.add(handle);
+        return {
+          id: handle.id,
+          pid: handle.pid,
+          stop: async (graceMs: number) => {
+            await handle.stop(graceMs);
+            this.adopted.delete(handle);
+          },
+        };
+      },
+      stop: (graceMs: number) => survivor.stop(graceMs),
+    }));
+  }
+
   async close(): Promise<void> {
+    await Promise.all([...this.adopted].map((handle) => handle.stop(10_000)));
+    this.adopted.clear();
     const all = [...this.children];
     for (const child of all) child.kill('SIGTERM');
     await Promise.all(
@@ -147,34 +200,34 @@ export class LocalBackend implements Backend {
   }
 
   /**
-   * Ensures the run folder exists and removes replica folders left by platforms that are no
-   * longer running, or by an earlier platform with this one's pid (called once at platform
-   * start, before any replica).
+   * Ensures the run folder exists and looks through the replica folders left by earlier
+   * platforms on this home (called once at platform start, holding the home, before any
+   * replica): those whose worker is gone are removed, running workers become survivors().
    */
   async init(): Promise<void> {
     const replicas = join(this.options.runDir, 'replicas');
     await mkdir(replicas, { recursive: true });
-    const me = this.options.pid ?? process.pid;
-    for (const name of await readdir(replicas)) {
-      const owner = Number(/\.(\d+)$/.exec(name)?.[1] ?? Number.NaN);
-      // Ours from an earlier life (a container's platform always has the same pid: nothing
-      // of this one has started yet), or a platform's that is gone.
-      if (!Number.isNaN(owner) && (owner === me || !processAlive(owner)))
-        await rm(join(replicas, name), { recursive: true, force: true });
-    }
+    this.found = await findSurvivors(replicas);
     await writeFile(
       join(this.options.runDir, 'README'),
-      'Kiln worker replicas: spec and verified model copy per replica.\n',
+      'Kiln worker replicas: spec, record, log and verified model per replica.\n',
     );
   }
 }
 
-/** Whether a process with this pid exists (EPERM: it does, and is someone else's). */
-function processAlive(pid: number): boolean {
+/** The last `bytes` of a file ('' if it cannot be read). */
+function fileTail(path: string, bytes: number): string {
   try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as { code?: unknown }).code === 'EPERM';
+    const fd = openSync(path, 'r');
+    try {
+      const size = fstatSync(fd).size;
+      const buffer = Buffer.alloc(Math.min(size, bytes));
+      const read = readSync(fd, buffer, 0, buffer.length, size - buffer.length);
+      return buffer.subarray(0, read).toString();
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return '';
   }
 }

@@ -1,0 +1,92 @@
+// The gateway's record in its state folder, `{stateDir}/gateway.json`: its pid, start mark
+// (src/core/process-identity.ts), URL and the --host it was given, written once it listens and removed when it stops
+// cleanly. The gateway outlives a control plane that dies; the next `kiln up` on the home
+// reads this to adopt it (or stop it), and `kiln down` to stop it.
+
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  identifyProcess,
+  parseProcessIdentity,
+  type ProcessIdentity,
+} from '../core/process-identity.ts';
+
+export const gatewayRecordFile = 'gateway.json';
+
+export interface GatewayRecord {
+  readonly process: ProcessIdentity;
+  readonly url: string;
+  /** The address it was asked to listen on (`localhost`, say, where `url` has 127.0.0.1). */
+  readonly host: string;
+}
+
+/** Records this process as the gateway listening at `url` (best effort). */
+export function writeGatewayRecord(stateDir: string, url: string, host: string): void {
+  const me = identifyProcess(process.pid);
+  if (me === null) return;
+  const path = join(stateDir, gatewayRecordFile);
+  try {
+    mkdirSync(stateDir, { recursive: true });
+    writeFileSync(`${path}.${process.pid}.tmp`, JSON.stringify({ ...me, url, host }));
+    renameSync(`${path}.${process.pid}.tmp`, path);
+  } catch {
+    // a gateway nobody can find again still serves
+  }
+}
+
+/** Removes the record if it is this process's (a successor may have written its own). */
+export function removeGatewayRecord(stateDir: string): void {
+  const record = readGatewayRecord(stateDir);
+  if (record?.process.pid === process.pid)
+    rmSync(join(stateDir, gatewayRecordFile), { force: true });
+}
+
+export function readGatewayRecord(stateDir: string): GatewayRecord | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(join(stateDir, gatewayRecordFile), 'utf8'));
+  } catch {
+    return null;
+  }
+  const identity = parseProcessIdentity(value);
+  const { url, host } = value as { url?: unknown; host?: unknown };
+  if (identity === null || typeof url !== 'string' || typeof host !== 'string') return null;
+  return { process: identity, url, host };
+}
+
+/**
+ * The control plane's URL as a function of a file holding it (`<home>/run/platform.url`,
+ * rewritten by every `kiln up`): read at each call, the last good value kept when the file is
+ * missing or empty (a control plane down, or not yet listening).
+ */
+export function controlUrlFromFile(path: string, initial: string): () => string {
+  let last = initial;
+  return () => {
+    try {
+      const url = readFileSync(path, 'utf8').trim();
+      if (url !== '') last = url;
+    } catch {
+      // keep the last one
+    }
+    return last;
+  };
+}
+
+/**
+ * The gateway's bearer token for its snapshot polls, read at each call from
+ * `{stateDir}/control.token` (`kiln up` keeps it there and replaces it when it no longer
+ * checks, so an adopted gateway follows the platform that adopted it); `fallback` (the token
+ * it was started with) until the file holds one.
+ */
+export function controlTokenReader(stateDir: string, fallback: string): () => string {
+  let last = fallback;
+  return () => {
+    try {
+      const token = readFileSync(join(stateDir, 'control.token'), 'utf8').trim();
+      if (token !== '') last = token;
+    } catch {
+      // keep the last one (none in --dev)
+    }
+    return last;
+  };
+}

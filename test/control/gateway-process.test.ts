@@ -1,0 +1,104 @@
+// The gateway as a detached process: it outlives the GatewayProcess that started it (as it
+// outlives a `kiln up` killed outright), finds the control plane through the URL file, and a
+// later GatewayProcess on the same state folder adopts it when it listens where asked — or
+// stops it and lets a new one start when it does not.
+
+import { after, test } from 'node:test';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { isRunning } from '../../src/core/process-identity.ts';
+import { GatewayProcess } from '../../src/control/gateway-process.ts';
+import { readGatewayRecord } from '../../src/gateway/gateway-record.ts';
+import { tempDir } from '../helpers/temp-dir.ts';
+import { until } from '../helpers/until.ts';
+
+async function setup() {
+  const dir = await tempDir();
+  const stateDir = join(dir, 'gateway');
+  const controlUrlFile = join(dir, 'platform.url');
+  // No control plane: the gateway serves (nothing) and keeps polling.
+  await writeFile(controlUrlFile, 'http://127.0.0.1:9\n');
+  const make = (port: number) =>
+    new GatewayProcess({
+      controlUrl: 'http://127.0.0.1:9',
+      controlToken: null,
+      host: '127.0.0.1',
+      port,
+      stateDir,
+      controlUrlFile,
+    });
+  return { stateDir, controlUrlFile, make };
+}
+
+const gatewayEntry = fileURLToPath(new URL('../../src/gateway/main.ts', import.meta.url));
+
+/** A gateway as `kiln up` starts it, whose platform is gone: nothing supervises it. */
+async function leftOver(stateDir: string, controlUrlFile: string) {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      gatewayEntry,
+      '--control-url-file',
+      controlUrlFile,
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--state-dir',
+      stateDir,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  after(() => child.kill('SIGKILL'));
+  await new Promise((resolve) => createInterface({ input: child.stdout }).once('line', resolve));
+  const record = readGatewayRecord(stateDir);
+  assert.ok(record !== null);
+  assert.equal(record.process.pid, child.pid);
+  return record;
+}
+
+test('detached, the gateway logs to its folder and records itself until it stops', async () => {
+  const { stateDir, make } = await setup();
+  const gateway = make(0);
+  const url = await gateway.start();
+  const record = readGatewayRecord(stateDir);
+  assert.deepEqual(
+    [record?.url, record?.host, record?.process.pid],
+    [url, '127.0.0.1', gateway.pid],
+  );
+  assert.ok(existsSync(join(stateDir, 'gateway.log')));
+  await gateway.stop();
+  assert.equal(record !== null && isRunning(record.process), false);
+  assert.equal(readGatewayRecord(stateDir), null);
+});
+
+test('a gateway left running is adopted where it listens, and stopped by its adopter', async () => {
+  const { stateDir, controlUrlFile, make } = await setup();
+  const record = await leftOver(stateDir, controlUrlFile);
+  // A restarted platform asking for its port, or for any.
+  const adopter = make(Number(new URL(record.url).port));
+  assert.equal(await adopter.adopt(), record.url);
+  assert.equal(adopter.pid, record.process.pid);
+  assert.equal(await make(0).adopt(), record.url);
+
+  await adopter.stop();
+  assert.equal(isRunning(record.process), false);
+  // It removed its record as it stopped: nothing is left to adopt.
+  assert.equal(readGatewayRecord(stateDir), null);
+  assert.equal(await make(0).adopt(), null);
+});
+
+test('a gateway on another port than the one asked is stopped, not adopted', async () => {
+  const { stateDir, controlUrlFile, make } = await setup();
+  const record = await leftOver(stateDir, controlUrlFile);
+  const elsewhere = Number(new URL(record.url).port) === 1 ? 2 : 1;
+  assert.equal(await make(elsewhere).adopt(), null);
+  await until(() => !isRunning(record.process), 'the old gateway to stop');
+});
