@@ -95,6 +95,27 @@ interface Replica {
   launchedAtMs: number;
 }
 
+/** A replica in its slot, not yet launched: no address, no failure, nothing to restart. */
+function newReplica(
+  place: Pick<Replica, 'id' | 'endpoint' | 'model' | 'version' | 'revision' | 'slot'>,
+): Replica {
+  return {
+    ...place,
+    state: 'starting',
+    url: null,
+    socketPath: null,
+    restarts: 0,
+    reason: null,
+    reasonCode: null,
+    lastFailure: null,
+    digests: new Set(),
+    restartAtMs: null,
+    handle: null,
+    launch: 0,
+    launchedAtMs: 0,
+  };
+}
+
 export interface ReconcilerOptions {
   readonly store: Store;
   readonly registry: Registry;
@@ -175,26 +196,17 @@ export class Reconciler {
       // New replicas of this platform get ids after the adopted ones'.
       const suffix = Number(/-(\d+)$/.exec(launch.replicaId)?.[1] ?? 0);
       this.launches = Math.max(this.launches, suffix);
-      const replica: Replica = {
+      const replica = newReplica({
         id: launch.replicaId,
         endpoint: launch.endpoint,
         model: launch.model,
         version: launch.version,
         revision: launch.revision,
         slot: launch.slot,
-        state: 'starting',
-        url: null,
-        socketPath: null,
-        restarts: 0,
-        reason: null,
-        reasonCode: null,
-        lastFailure: null,
-        digests: new Set(),
-        restartAtMs: null,
-        handle: null,
-        launch: 1,
-        launchedAtMs: this.options.clock.now(),
-      };
+      });
+      // Its first (and current) launch is the earlier platform's, running since about now.
+      replica.launch = 1;
+      replica.launchedAtMs = this.options.clock.now();
       this.replicas.set(replica.id, replica);
       settled.push(
         new Promise<void>((resolve) => {
@@ -353,26 +365,14 @@ export class Reconciler {
         const endpoint = this.endpoints.find((e) => e.name === action.endpoint);
         if (endpoint === undefined) return;
         this.launches += 1;
-        const replica: Replica = {
+        const replica = newReplica({
           id: `${endpoint.name}-v${action.version}-r${action.slot}-${this.launches}`,
           endpoint: endpoint.name,
           model: endpoint.model,
           version: action.version,
           revision: action.revision,
           slot: action.slot,
-          state: 'starting',
-          url: null,
-          socketPath: null,
-          restarts: 0,
-          reason: null,
-          reasonCode: null,
-          lastFailure: null,
-          digests: new Set(),
-          restartAtMs: null,
-          handle: null,
-          launch: 0,
-          launchedAtMs: 0,
-        };
+        });
         this.replicas.set(replica.id, replica);
         await this.launch(replica, endpoint);
         return;

@@ -11,6 +11,7 @@
 import type { ModelSchema, Tensor, TensorDatatype, TensorSpec } from '../core/tensor.ts';
 import type { DecodedInferRequest } from '../protocol/v2/decode-request.ts';
 import { numberFromBf16Bits, numberFromFp16Bits } from '../protocol/v2/datatypes.ts';
+import { numericDatatypes } from '../protocol/v2/input-datatypes.ts';
 import type { ModelFormat } from '../registry/formats/artifact-file.ts';
 
 export interface FeatureColumnLayout {
@@ -20,20 +21,7 @@ export interface FeatureColumnLayout {
   join(request: DecodedInferRequest): DecodedInferRequest;
 }
 
-const numeric: ReadonlySet<TensorDatatype> = new Set<TensorDatatype>([
-  'UINT8',
-  'UINT16',
-  'UINT32',
-  'UINT64',
-  'INT8',
-  'INT16',
-  'INT32',
-  'INT64',
-  'FP16',
-  'FP32',
-  'FP64',
-  'BF16',
-]);
+const numeric: ReadonlySet<TensorDatatype> = new Set(numericDatatypes.filter((d) => d !== 'BOOL'));
 
 /** One value a row: [-1], or [-1, 1]. */
 function isColumn(spec: TensorSpec): boolean {

@@ -158,3 +158,18 @@ export async function register(
     headers,
   );
 }
+
+/** The registry fixtures (fixtures/registry/, made by make_fixtures.py). */
+export const registryFixtures = new URL('../../fixtures/registry/', import.meta.url).pathname;
+
+/** Registers fixtures/registry/`file` as a version of `model`; fails the test unless 201. */
+export async function registerFixture(
+  url: string,
+  model: string,
+  format: string,
+  file: string,
+): Promise<void> {
+  const response = await register(url, model, format, await readArtifact(registryFixtures + file));
+  if (response.status !== 201)
+    throw new Error(`registering ${file} as ${model}: ${JSON.stringify(response.body)}`);
+}

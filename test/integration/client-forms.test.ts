@@ -12,7 +12,13 @@ import {
   lightgbmFixtures,
   noLightgbmFixtures,
 } from '../runtimes/trees/tree-test-helpers.ts';
-import { call, readArtifact, register, testPlatform } from '../helpers/platform.ts';
+import {
+  call,
+  readArtifact,
+  register,
+  registerFixture,
+  testPlatform,
+} from '../helpers/platform.ts';
 
 const fixtures = new URL('../../fixtures/registry/', import.meta.url).pathname;
 const expected = JSON.parse(readFileSync(`${fixtures}expected.json`, 'utf8')) as {
@@ -85,17 +91,7 @@ function errorOf(answer: Answer): string {
   return String(answer.body.error);
 }
 
-assert.equal(
-  (
-    await register(
-      platform.url,
-      'fraud',
-      'xgboost',
-      await readArtifact(`${fixtures}xgb-binary.json`),
-    )
-  ).status,
-  201,
-);
+await registerFixture(platform.url, 'fraud', 'xgboost', 'xgb-binary.json');
 await deploy('fraud', 'fraud');
 const plain = outputData(await post('/v2/models/fraud/infer', plainBody('input', rows)));
 

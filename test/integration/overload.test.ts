@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { call, readArtifact, register, testPlatform } from '../helpers/platform.ts';
+import { call, registerFixture, testPlatform } from '../helpers/platform.ts';
 
 const fixtures = new URL('../../fixtures/registry/', import.meta.url).pathname;
 const root = new URL('../../', import.meta.url).pathname;
@@ -28,21 +28,8 @@ interface EndpointBody {
 }
 
 const platform = await testPlatform({ gateway: true });
-assert.equal(
-  (
-    await register(
-      platform.url,
-      'fraud',
-      'xgboost',
-      await readArtifact(`${fixtures}xgb-binary.json`),
-    )
-  ).status,
-  201,
-);
-assert.equal(
-  (await register(platform.url, 'mlp', 'onnx', await readArtifact(`${fixtures}mlp.onnx`))).status,
-  201,
-);
+await registerFixture(platform.url, 'fraud', 'xgboost', 'xgb-binary.json');
+await registerFixture(platform.url, 'mlp', 'onnx', 'mlp.onnx');
 
 async function waitUntil(what: string, check: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + 60_000;

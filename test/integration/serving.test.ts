@@ -11,6 +11,7 @@ import {
   errorCode,
   readArtifact,
   register,
+  registerFixture,
   testPlatform,
   type TestPlatform,
 } from '../helpers/platform.ts';
@@ -84,21 +85,8 @@ async function infer(
 }
 
 const platform = await testPlatform({ gateway: true });
-assert.equal(
-  (
-    await register(
-      platform.url,
-      'fraud',
-      'xgboost',
-      await readArtifact(`${fixtures}xgb-binary.json`),
-    )
-  ).status,
-  201,
-);
-assert.equal(
-  (await register(platform.url, 'mlp', 'onnx', await readArtifact(`${fixtures}mlp.onnx`))).status,
-  201,
-);
+await registerFixture(platform.url, 'fraud', 'xgboost', 'xgb-binary.json');
+await registerFixture(platform.url, 'mlp', 'onnx', 'mlp.onnx');
 
 test('an XGBoost endpoint returns what XGBoost predicts, through the gateway, with ids passed through', async () => {
   await deployAndWait(platform, 'fraud', 'fraud');

@@ -17,6 +17,7 @@
 
 import type { TensorDatatype } from '../../core/tensor.ts';
 import { isTensorDatatype } from './datatypes.ts';
+import { numericDatatypes } from './input-datatypes.ts';
 import type { V2Failure } from './errors.ts';
 import { formatShape, jsonKind, v2Failure } from './errors.ts';
 import type { CompiledInput, CompiledSchema } from './schema.ts';
@@ -211,18 +212,9 @@ function takesMissingValues(input: CompiledInput): boolean {
 }
 
 // Half floats are left out: their decoded form is raw bits, and nobody sends a column so.
-const featureDatatypes: ReadonlySet<TensorDatatype> = new Set<TensorDatatype>([
-  'UINT8',
-  'UINT16',
-  'UINT32',
-  'UINT64',
-  'INT8',
-  'INT16',
-  'INT32',
-  'INT64',
-  'FP32',
-  'FP64',
-]);
+const featureDatatypes: ReadonlySet<TensorDatatype> = new Set(
+  numericDatatypes.filter((d) => d !== 'FP16' && d !== 'BF16' && d !== 'BOOL'),
+);
 
 /**
  * Declared feature columns with some left out: with allow_missing_features, the missing ones
