@@ -207,7 +207,9 @@ function inputRows(
   for (const input of schema.inputList) {
     const values = new Array<unknown>(instances.length);
     for (let i = 0; i < instances.length; i++) {
-      const value = (instances[i] as JsonObject)[input.name];
+      // Own keys only: a feature may be named `toString` or `constructor`.
+      const row = instances[i] as JsonObject;
+      const value = Object.hasOwn(row, input.name) ? row[input.name] : undefined;
       if (value === undefined) {
         const problem = columns
           ? missingColumnsFailure([input], allowMissing, `instances[${i}]: `)

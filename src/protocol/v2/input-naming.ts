@@ -233,9 +233,12 @@ function fillMissingColumns(
   const missing = columns.filter((input) => !present.has(input.name));
   const problem = missingColumnsFailure(missing, allowsMissingFeatures(body.parameters));
   if (problem !== null) return problem;
-  const shape = (inputs[0] as JsonObject).shape;
+  const { shape, data } = inputs[0] as JsonObject;
   const rows = Array.isArray(shape) ? (shape as readonly unknown[])[0] : undefined;
   if (typeof rows !== 'number' || !Number.isSafeInteger(rows) || rows < 0) return null;
+  // The row count comes from the client: a column of N rows holds N values ([N] flat, [N, 1]
+  // flat or nested), so a shape its data does not fill builds nothing (the decoder's 400).
+  if (!Array.isArray(data) || data.length !== rows) return null;
   const filled = missing.map((input) => ({
     name: input.name,
     datatype: input.datatype,

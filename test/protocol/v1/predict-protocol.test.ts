@@ -158,3 +158,67 @@ test('feature names are used only when they fit the one input', () => {
   );
   assert.equal(compileInputNaming(treeSchema, undefined), null);
 });
+
+// Declared feature columns whose names are also Object.prototype's (a schema may name a
+// feature anything): a row that leaves one out is missing it, not holding the inherited value.
+const prototypeColumns = compileSchema({
+  inputs: [
+    { name: 'age', datatype: 'FP32', shape: [-1] },
+    { name: 'toString', datatype: 'FP64', shape: [-1] },
+  ],
+  outputs: [{ name: 'p', datatype: 'FP32', shape: [-1] }],
+});
+const prototypeNaming = compileInputNaming(prototypeColumns, {
+  declared: true,
+  featureNames: null,
+});
+
+test('a row without a feature named like an Object.prototype member is missing it', () => {
+  const missing = v1PredictToV2({ instances: [{ age: 1 }] }, prototypeColumns, prototypeNaming);
+  assert.equal(missing.ok, false);
+  assert.match(
+    (missing as { message: string }).message,
+    /instances\[0\]: missing feature toString/,
+  );
+  const allowed = v1PredictToV2(
+    { instances: [{ age: 1 }], parameters: { allow_missing_features: true } },
+    prototypeColumns,
+    prototypeNaming,
+  );
+  assert.deepEqual(allowed, {
+    ok: true,
+    body: {
+      inputs: [
+        { name: 'age', datatype: 'FP32', shape: [1], data: [1] },
+        { name: 'toString', datatype: 'FP64', shape: [1], data: [null] },
+      ],
+      parameters: { allow_missing_features: true },
+    },
+  });
+});
+
+test('filling missing feature columns trusts no row count the data does not hold', () => {
+  assert.ok(prototypeNaming !== null);
+  // A 100-byte body claiming 2^32 rows: no array of that length is built (it threw, leaving
+  // the gateway's slot taken), and 3e7 rows are not allocated for one value either.
+  for (const rows of [2 ** 32, 3e7]) {
+    const body = {
+      inputs: [{ name: 'age', datatype: 'FP32', shape: [rows], data: [1] }],
+      parameters: { allow_missing_features: true },
+    };
+    assert.equal(renameRequestInputs(body, prototypeNaming), null, String(rows));
+  }
+  const fine = renameRequestInputs(
+    {
+      inputs: [{ name: 'age', datatype: 'FP32', shape: [2, 1], data: [[1], [2]] }],
+      parameters: { allow_missing_features: true },
+    },
+    prototypeNaming,
+  );
+  assert.deepEqual((fine as { body: { inputs?: unknown[] } }).body.inputs?.[1], {
+    name: 'toString',
+    datatype: 'FP64',
+    shape: [2],
+    data: [null, null],
+  });
+});
