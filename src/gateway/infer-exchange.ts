@@ -28,6 +28,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { ErrorCode, ErrorParams } from '../core/errors.ts';
 import type { ConcurrencyGate } from './admission.ts';
+import type { TokenBucket } from './token-bucket.ts';
 import type { GatewayLog } from './gateway-log.ts';
 import {
   onRequestClose,
@@ -110,6 +111,8 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
   private gate: ConcurrencyGate | null = null;
   /** Whether this request holds a slot of `gate` (released at finish). */
   private holdsSlot = false;
+  /** The team's bucket this request took a token from at the door (null: none taken). */
+  private bucket: TokenBucket | null = null;
   private readonly upstreamHeaders: string[];
   /** Cuts a streamed answer the client stopped reading (armed while paused on it). */
   private stallTimer: NodeJS.Timeout | null = null;
@@ -149,9 +152,13 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     res.on('close', onResponseClose);
   }
 
-  /** Reads the body, then takes a slot of `gate` (until finished), checks and sends it. */
-  readBody(gate: ConcurrencyGate): void {
+  /**
+   * Reads the body, then takes a slot of `gate` (until finished), checks and sends it.
+   * `bucket`: the team's, when the door took a token from it.
+   */
+  readBody(gate: ConcurrencyGate, bucket: TokenBucket | null): void {
     this.gate = gate;
+    this.bucket = bucket;
     this.req.on('data', onRequestData);
     this.req.on('end', onRequestEnd);
     // A pipelined request's response waits behind the one before it, and gets no 'close'
@@ -204,6 +211,9 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
         const params = { endpoint: this.entry.name, limit: gate.limit ?? 0 };
         this.finish(sendV2Error(this.res, 'KILN_ENDPOINT_BUSY', params, headers));
         this.entry.series.rejected('busy');
+        // A busy endpoint is no fault of the team's: the door would have refused without
+        // taking its token, so the token taken there goes back.
+        this.bucket?.giveBack(performance.now());
         return;
       }
       gate.enter();

@@ -27,6 +27,15 @@ export class TokenBucket {
     return true;
   }
 
+  /**
+   * Returns a token taken for a request that was then refused for a reason not the team's
+   * (its endpoint filled while the body arrived), capped at `burst`.
+   */
+  giveBack(nowMs: number): void {
+    this.refill(nowMs);
+    this.tokens = Math.min(this.burst, this.tokens + 1);
+  }
+
   /** Whole seconds until one token is available (>= 1), for `Retry-After` after a refusal. */
   retryAfterSeconds(nowMs: number): number {
     this.refill(nowMs);

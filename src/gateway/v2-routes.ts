@@ -309,7 +309,7 @@ export class V2Routes {
       startMs,
     );
     if (form === 'v1') exchange.speakV1();
-    exchange.readBody(gate);
+    exchange.readBody(gate, bucket);
   }
 
   /** A v1 predict-protocol path on an LLM endpoint: those belong to the OpenAI routes. */

@@ -201,3 +201,45 @@ test(
     await slotFree('no replica');
   },
 );
+
+test(
+  "a body refused as busy once it is in gives its team's token back, as a refusal at the door spends none",
+  { timeout: 60_000 },
+  async () => {
+    const worker = await fakeWorker('hold');
+    const gateway = await testGateway(
+      snapshot(1, [endpointRoute({ maxConcurrency: 1, replicas: [replicaRoute(worker, 'r1')] })], {
+        teamLimits: [{ team: 'risk', requestsPerSecond: 0.001, burst: 3 }],
+      }),
+    );
+    // Token 1: a slow body passes the door; token 2: a whole request takes the slot.
+    const slow = await open(gateway.url);
+    let answer = '';
+    slow.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+    slow.write(head(body.length) + body.slice(0, 5));
+    await until(
+      async () => (await gauge(gateway, 'kiln_gateway_inflight_requests')) === 1,
+      'the slow upload received',
+    );
+    const held = infer(gateway.url);
+    await worker.waitForRequests(1);
+    slow.write(body.slice(5));
+    await until(() => /\r\n\r\n/.test(answer), 'the answer to the completed body');
+    assert.match(answer, /^HTTP\/1\.1 429/);
+    assert.match(answer, /KILN_ENDPOINT_BUSY/);
+    slow.destroy();
+    worker.behavior = 'ok';
+    worker.release();
+    assert.equal((await held).status, 200);
+    // Token 1 came back: the burst of 3 still has two requests in it.
+    const after = [await infer(gateway.url), await infer(gateway.url)];
+    assert.deepEqual(
+      after.map((r) => [r.status, codeOf(r)]),
+      [
+        [200, undefined],
+        [200, undefined],
+      ],
+    );
+    assert.equal(codeOf(await infer(gateway.url)), 'KILN_RATE_LIMITED');
+  },
+);
