@@ -5,12 +5,18 @@
 // instead, and each request's columns are joined into its rows here, after the v2 checks.
 //
 // FP64 loses nothing on the way: every column datatype fits a double (64-bit integers past
-// 2^53 round, as they do in the library's float matrix); XGBoost then rounds to float32 as it
-// does for any input, LightGBM reads the doubles as they are.
+// 2^53 round once, as the library's cast of the column does); XGBoost then rounds to float32
+// as it does for any input, LightGBM reads the doubles as they are. For XGBoost a 64-bit
+// integer is rounded to float32 here, straight from the integer: through a double it would
+// round twice (bigintToFloat32).
 
 import type { ModelSchema, Tensor, TensorDatatype, TensorSpec } from '../core/tensor.ts';
 import type { DecodedInferRequest } from '../protocol/v2/decode-request.ts';
-import { numberFromBf16Bits, numberFromFp16Bits } from '../protocol/v2/datatypes.ts';
+import {
+  bigintToFloat32,
+  numberFromBf16Bits,
+  numberFromFp16Bits,
+} from '../protocol/v2/datatypes.ts';
 import { numericDatatypes } from '../protocol/v2/input-datatypes.ts';
 import type { ModelFormat } from '../registry/formats/artifact-file.ts';
 
@@ -45,6 +51,7 @@ export function featureColumnLayout(
   if (!inputs.every(isColumn)) return null;
   const width = inputs.length;
   const columnOf = new Map(inputs.map((spec, column) => [spec.name, column]));
+  const readBigint = format === 'xgboost' ? bigintToFloat32 : Number;
   const runtimeSchema: ModelSchema = {
     inputs: [{ name: 'input', datatype: 'FP64', shape: [-1, width] }],
     outputs: schema.outputs,
@@ -57,7 +64,7 @@ export function featureColumnLayout(
       for (const tensor of request.inputs) {
         const column = columnOf.get(tensor.name);
         if (column === undefined) continue; // the v2 check lets no other input through
-        const read = reader(tensor);
+        const read = reader(tensor, readBigint);
         for (let r = 0; r < rows; r++) data[r * width + column] = read(r);
       }
       const joined: Tensor = { name: 'input', datatype: 'FP64', shape: [rows, width], data };
@@ -66,9 +73,12 @@ export function featureColumnLayout(
   };
 }
 
-function reader(tensor: Tensor): (index: number) => number {
+function reader(tensor: Tensor, readBigint: (value: bigint) => number): (index: number) => number {
   const data = tensor.data as ArrayLike<number | bigint>;
   if (tensor.datatype === 'FP16') return (i) => numberFromFp16Bits(data[i] as number);
   if (tensor.datatype === 'BF16') return (i) => numberFromBf16Bits(data[i] as number);
-  return (i) => Number(data[i]);
+  if (data instanceof BigInt64Array || data instanceof BigUint64Array) {
+    return (i) => readBigint(data[i]!);
+  }
+  return (i) => data[i] as number;
 }

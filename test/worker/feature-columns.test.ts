@@ -67,3 +67,32 @@ test('columns are joined into rows in the declared order, whatever order they ca
     },
   ]);
 });
+
+test('an INT64 column past 2^53 reaches XGBoost in one rounding, as its cast of the column does', () => {
+  // 2^60 + 2^36 + 1 is 2^60 + 2^37 in float32 (one rounding, as a plain INT64 tensor gets);
+  // through a double it becomes a tie that rounds down to 2^60. LightGBM reads one double.
+  const schema = {
+    inputs: [
+      { name: 'a', datatype: 'INT64' as const, shape: [-1] },
+      { name: 'b', datatype: 'FP64' as const, shape: [-1] },
+    ],
+    outputs,
+  };
+  const request = {
+    inputs: [
+      {
+        name: 'a',
+        datatype: 'INT64' as const,
+        shape: [1],
+        data: new BigInt64Array([2n ** 60n + 2n ** 36n + 1n]),
+      },
+      { name: 'b', datatype: 'FP64' as const, shape: [1], data: new Float64Array([0.1]) },
+    ],
+  };
+  const xgboost = featureColumnLayout('xgboost', schema)?.join(request).inputs[0];
+  const [big, small] = Array.from(xgboost?.data as ArrayLike<number>, Math.fround);
+  assert.equal(big, 2 ** 60 + 2 ** 37);
+  assert.equal(small, Math.fround(0.1));
+  const lightgbm = featureColumnLayout('lightgbm', schema)?.join(request).inputs[0];
+  assert.deepEqual(lightgbm?.data, new Float64Array([2 ** 60 + 2 ** 36, 0.1]));
+});

@@ -16,7 +16,7 @@
 // gateway tries them only when the strict check has failed, so a plain request costs nothing.
 
 import type { TensorDatatype } from '../../core/tensor.ts';
-import { isTensorDatatype } from './datatypes.ts';
+import { bigintToFloat32, isTensorDatatype } from './datatypes.ts';
 import { numericDatatypes } from './input-datatypes.ts';
 import type { V2Failure } from './errors.ts';
 import { formatShape, jsonKind, v2Failure } from './errors.ts';
@@ -256,9 +256,9 @@ function assembleFeatures(
 ): { readonly ok: true; readonly body: JsonObject } | V2Failure {
   const model = features.input;
   const width = features.names.length;
-  const columns: (readonly number[] | null)[] = new Array<readonly number[] | null>(width).fill(
-    null,
-  );
+  const columns: (readonly FeatureValue[] | null)[] = new Array<readonly FeatureValue[] | null>(
+    width,
+  ).fill(null);
   let rows = -1;
   let firstName = '';
   for (const raw of inputs) {
@@ -299,7 +299,7 @@ function assembleFeatures(
   for (let c = 0; c < width; c++) if (columns[c] === null) missing.push(c);
   const problem = missingFeaturesFailure(features, missing, allowsMissingFeatures(body.parameters));
   if (problem !== null) return problem;
-  const data = new Array<number | null>(rows * width);
+  const data = new Array<FeatureValue | null>(rows * width);
   for (let c = 0; c < width; c++) {
     const column = columns[c] ?? null;
     for (let r = 0; r < rows; r++) data[r * width + c] = column === null ? null : column[r]!;
@@ -308,12 +308,15 @@ function assembleFeatures(
   return { ok: true, body: { ...body, inputs: [input] } };
 }
 
-/** One feature's values as numbers, checked against its own datatype and shape. */
+/** A feature's value as the model's input takes it (bigint: a 64-bit integer input). */
+type FeatureValue = number | bigint;
+
+/** One feature's values, checked against its own datatype and shape. */
 function featureValues(
   raw: JsonObject,
   name: string,
   model: CompiledInput,
-): { readonly ok: true; readonly values: readonly number[] } | V2Failure {
+): { readonly ok: true; readonly values: readonly FeatureValue[] } | V2Failure {
   const datatype: unknown = raw.datatype;
   if (!isTensorDatatype(datatype) || !featureDatatypes.has(datatype)) {
     return v2Failure(
@@ -340,22 +343,31 @@ function featureValues(
   if (raw.data === undefined) {
     return v2Failure('KILN_INVALID_INFER_REQUEST', `input '${name}': 'data' is missing`, name);
   }
-  // The values go into the model's float input, so 64-bit integers are read as the doubles
-  // JSON gives (past 2^53 they round, as they would in the library's float matrix).
-  const readAs: TensorDatatype = datatype === 'INT64' || datatype === 'UINT64' ? 'FP64' : datatype;
   const decoded = decodeTensorData(
     {
       name,
-      datatype: readAs,
+      datatype,
       shape: dims as readonly number[],
       count: rows,
       allowNonFinite: model.allowNonFinite,
     },
     raw.data,
   );
-  if (!decoded.ok) return decoded;
-  const typed = decoded.data as ArrayLike<number>;
-  const values = new Array<number>(rows);
-  for (let r = 0; r < rows; r++) values[r] = typed[r]!;
+  if (!decoded.ok) return decoded; // an INT64 past 2^53 read as a double: the caller re-reads
+  const typed = decoded.data as ArrayLike<FeatureValue>;
+  const values = new Array<FeatureValue>(rows);
+  // 64-bit integers (exact bigints) go into the model's input in one rounding, as the
+  // library casts the column and as a plain INT64 tensor is read (feature-rows.ts): float32
+  // straight from the integer, not through a double, which would round twice.
+  const read: (value: bigint) => FeatureValue =
+    model.datatype === 'INT64' || model.datatype === 'UINT64'
+      ? (value) => value
+      : model.datatype === 'FP32'
+        ? bigintToFloat32
+        : Number;
+  for (let r = 0; r < rows; r++) {
+    const value = typed[r]!;
+    values[r] = typeof value === 'bigint' ? read(value) : value;
+  }
   return { ok: true, values };
 }

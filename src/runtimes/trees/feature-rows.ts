@@ -5,6 +5,7 @@
 // fault and comes back as a message.
 
 import type { Tensor, TensorDatatype } from '../../core/tensor.ts';
+import { bigintToFloat32 } from '../../protocol/v2/datatypes.ts';
 import { numericDatatypes } from '../../protocol/v2/input-datatypes.ts';
 import type { FeatureRows } from './traverse-ensemble.ts';
 
@@ -101,26 +102,6 @@ function convert(
     case 'BYTES':
       return null;
   }
-}
-
-const exactInDouble = 2n ** 53n;
-
-/**
- * A 64-bit integer rounded to the nearest float32 (ties to even) in ONE rounding, as C's
- * int64 → float cast gives. Going through Number() first would round twice: 2^60 + 2^36 + 1
- * becomes 2^60 + 2^36 in double, a float32 tie that rounds down to 2^60, where the integer
- * itself rounds up to 2^60 + 2^37. Past 2^53 the integer is cut to its top 26 bits with the
- * dropped bits folded into the last one (round to odd): exact in double, and rounding that to
- * float32's 24 bits gives the correctly rounded result.
- */
-export function bigintToFloat32(value: bigint): number {
-  const magnitude = value < 0n ? -value : value;
-  if (magnitude < exactInDouble) return Math.fround(Number(value));
-  const shift = BigInt(magnitude.toString(2).length - 26);
-  let top = magnitude >> shift;
-  if (top << shift !== magnitude) top |= 1n;
-  const rounded = Math.fround(Number(top << shift));
-  return value < 0n ? -rounded : rounded;
 }
 
 const bfloat16View = new DataView(new ArrayBuffer(4));

@@ -3,6 +3,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { adaptInferBody } from '../../../src/gateway/request-check.ts';
 import { v1PredictToV2 } from '../../../src/protocol/v1/predict-request.ts';
 import { v1PredictResponse } from '../../../src/protocol/v1/predict-response.ts';
 import { compileInputNaming, renameRequestInputs } from '../../../src/protocol/v2/input-naming.ts';
@@ -221,4 +222,31 @@ test('filling missing feature columns trusts no row count the data does not hold
     shape: [2],
     data: [null, null],
   });
+});
+
+test("a named INT64 feature past 2^53 gives the float32 model the plain INT64 tensor's value", () => {
+  // 2^60 + 2^36 + 1 rounds to 2^60 + 2^37 in one rounding (XGBoost's cast, and what a plain
+  // INT64 [1, 3] tensor gets, feature-rows.ts); through a double first it is a tie that
+  // rounds down to 2^60. LightGBM's double takes one rounding to 2^60 + 2^36 either way.
+  const big = '1152921573326323713';
+  const text = (datatype: string): Buffer =>
+    Buffer.from(
+      `{"inputs":[{"name":"b","datatype":"FP32","shape":[1],"data":[2]},{"name":"a","datatype":"${datatype}","shape":[1],"data":[${big}]},{"name":"c","datatype":"FP64","shape":[1],"data":[3]}]}`,
+    );
+  const first = (model: typeof treeSchema, datatype: string): number => {
+    const modelNaming = compileInputNaming(model, {
+      declared: false,
+      featureNames: ['a', 'b', 'c'],
+    });
+    const adapted = adaptInferBody(text(datatype), model, modelNaming, 'v2');
+    assert.ok(adapted !== null && adapted.ok, JSON.stringify(adapted));
+    return Number((adapted.request.inputs[0]?.data as ArrayLike<number>)[0]);
+  };
+  assert.equal(first(treeSchema, 'INT64'), 2 ** 60 + 2 ** 37);
+  assert.equal(first(treeSchema, 'UINT64'), 2 ** 60 + 2 ** 37);
+  const doubles = compileSchema({
+    inputs: [{ name: 'input', datatype: 'FP64', shape: [-1, 3] }],
+    outputs: [{ name: 'output', datatype: 'FP64', shape: [-1] }],
+  });
+  assert.equal(first(doubles, 'INT64'), 2 ** 60 + 2 ** 36);
 });

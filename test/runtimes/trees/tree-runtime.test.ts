@@ -12,7 +12,7 @@ import type {
   ModelRuntime,
   RuntimeLoadOptions,
 } from '../../../src/runtimes/runtime.ts';
-import { bigintToFloat32 } from '../../../src/runtimes/trees/feature-rows.ts';
+import { bigintToFloat32 } from '../../../src/protocol/v2/datatypes.ts';
 import { loadTreeRuntime } from '../../../src/runtimes/trees/load-tree-runtime.ts';
 import { tempDir } from '../../helpers/temp-dir.ts';
 import {
