@@ -8,6 +8,8 @@
 //        └▶ refused, or a v1 predict body: adaptInferBody (v1 instances, any-name single
 //           input, named features → the plain request, re-encoded; else the 400 stands)
 //     ─▶ send: pick replica (least outstanding) ─▶ pool.dispatch(original bytes)
+//        (the endpoint's latest entry reads requests otherwise, a new version's schema or
+//        feature names: the client's body is checked again under it first)
 //     ─▶ onResponseStart / onResponseData* / onResponseEnd (small answers with a length are
 //        sent in one write at the end; others are streamed back as they arrive)
 //        (v1 predict: every answer is held, and a 200's v2 outputs become `predictions`)
@@ -89,6 +91,8 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
   private chunks: Buffer[] = [];
   private receivedBytes = 0;
   private body: Buffer | null = null;
+  /** The client's body as it came (kept to check it again if the endpoint's version changes). */
+  private clientBody: Buffer | null = null;
   private method: 'POST' | 'GET' = 'POST';
   private path: string;
   /** The replica the current attempt went to (null between attempts). */
@@ -121,7 +125,8 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     private readonly settings: ExchangeSettings,
     private readonly req: GatewayRequest,
     private readonly res: GatewayResponse,
-    private readonly entry: EndpointEntry,
+    /** The entry the request is checked under (a newer one if its version changed, `send`). */
+    private entry: EndpointEntry,
     /** null for requests the metrics do not count (metadata). */
     private readonly series: EndpointSeries | null,
     private readonly requestId: string,
@@ -222,6 +227,12 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     const chunks = this.chunks;
     const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.receivedBytes);
     this.chunks = [];
+    this.clientBody = body;
+    this.checkAndSend(body);
+  }
+
+  /** Checks the body under `entry` (decoding or rewriting it as needed) and sends it. */
+  private checkAndSend(body: Buffer): void {
     const check = this.entry.check;
     if (this.form === 'v1') {
       this.sendAdapted(body, null);
@@ -310,7 +321,20 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     if (this.done) return;
     // The replicas of the latest snapshot, not of the one the request arrived under: those
     // a newer snapshot dropped have their connections closed (a rollout, a scale down).
-    const entry = this.settings.table?.endpoints.get(this.entry.name) ?? this.entry;
+    const latest = this.settings.table?.endpoints.get(this.entry.name);
+    const body = this.clientBody;
+    if (latest !== undefined && latest.requestKey !== this.entry.requestKey && body !== null) {
+      // The endpoint now serves a version that reads requests otherwise (another schema,
+      // other feature names): what was checked and rewritten under the old one could give
+      // it wrong numbers (a rewrite in the old feature order; tensor frames are not checked
+      // again), so the client's body is checked afresh for the version it goes to.
+      this.entry = latest;
+      this.tensorFrame = null;
+      this.body = null;
+      this.checkAndSend(body);
+      return;
+    }
+    const entry = latest ?? this.entry;
     const replica = pickReplica(entry.replicas, entry.cursor++, performance.now(), failed);
     if (replica === null) {
       if (failure === null) {

@@ -29,6 +29,12 @@ export interface EndpointEntry {
   readonly check: RequestCheck | null;
   /** What `check` was compiled from (JSON), to reuse it across snapshots. */
   readonly checkKey: string;
+  /**
+   * How this endpoint reads a request (format, schema, input naming; checkKey without the
+   * version): a request checked under another one must be checked again before it goes to
+   * this entry's replicas (infer-exchange.ts).
+   */
+  readonly requestKey: string;
   /** Input names besides the schema's (any-name single input, named features); null: none. */
   readonly naming: CompiledNaming | null;
   readonly replicas: readonly ReplicaState[];
@@ -68,7 +74,8 @@ export function buildRouteTable(
   const endpoints = new Map<string, EndpointEntry>();
   const teamRates = new Map(snapshot.teamLimits.map((l) => [l.team, l.requestsPerSecond]));
   for (const route of snapshot.endpoints) {
-    const checkKey = `${route.version} ${route.format} ${JSON.stringify(route.schema)} ${JSON.stringify(route.inputNaming ?? null)}`;
+    const requestKey = `${route.format} ${JSON.stringify(route.schema)} ${JSON.stringify(route.inputNaming ?? null)}`;
+    const checkKey = `${route.version} ${requestKey}`;
     const before = previous?.endpoints.get(route.name);
     let check: RequestCheck | null;
     let naming: CompiledNaming | null;
@@ -93,6 +100,7 @@ export function buildRouteTable(
       maxBodyBytes: route.maxBodyBytes,
       check,
       checkKey,
+      requestKey,
       naming,
       replicas: endpointReplicas,
       workerChannels: endpointReplicas.some((r) => r.channel !== null),

@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { connect } from 'node:net';
 import { checkRoutingSnapshot } from '../../src/gateway/snapshot-check.ts';
 import type { EndpointRoute } from '../../src/gateway/routing-snapshot.ts';
 import {
@@ -17,6 +18,7 @@ import {
   testGateway,
   type Reply,
 } from './gateway-harness.ts';
+import { until } from '../helpers/until.ts';
 
 const features: EndpointRoute['inputNaming'] = {
   declared: false,
@@ -224,4 +226,43 @@ test('a snapshot with a malformed inputNaming is refused', () => {
     assert.equal(check.ok, false);
   }
   assert.equal(checkRoutingSnapshot(snapshot(1, [{ ...route, inputNaming: features }])).ok, true);
+});
+
+test('a body that arrives across a new version is checked and rewritten for the version it goes to', async () => {
+  // v3's features are a, b, c; v4 (a retrained model) has them as c, b, a. A v1 row keyed by
+  // name that was uploading when v4 took over must reach v4's worker in v4's order.
+  const old = await fakeWorker('ok');
+  const next = await fakeWorker('ok');
+  const route = (version: number, names: string[], worker: typeof old) =>
+    snapshot(version, [
+      endpointRoute({
+        version,
+        inputNaming: { declared: false, featureNames: names },
+        replicas: [replicaRoute(worker, `r${version}`, version)],
+      }),
+    ]);
+  const gateway = await testGateway(route(3, ['a', 'b', 'c'], old));
+  const body = JSON.stringify({ instances: [{ a: 1, b: 2, c: 3 }] });
+  const { port, hostname } = new URL(gateway.url);
+  const socket = connect(Number(port), hostname);
+  socket.on('error', () => undefined);
+  let answer = '';
+  socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+  socket.write(
+    `POST /v1/models/fraud:predict HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+  );
+  await until(
+    async () =>
+      /kiln_gateway_inflight_requests\{endpoint="fraud"\} 1\n/.test(await gateway.metricsText()),
+    'the upload received',
+  );
+  assert.equal(gateway.setSnapshot(route(4, ['c', 'b', 'a'], next)), true);
+  socket.write(body.slice(5));
+  await until(() => /\r\n\r\n/.test(answer), 'the answer');
+  socket.destroy();
+  assert.match(answer, /^HTTP\/1\.1 200/);
+  assert.equal(old.received.length, 0);
+  assert.deepEqual(JSON.parse(next.received.at(-1)?.body.toString() ?? ''), {
+    inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 3], data: [3, 2, 1] }],
+  });
 });
