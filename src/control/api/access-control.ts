@@ -6,8 +6,9 @@
 //               a byte of an upload is read
 //   preHandler  team-scoped needs, once params and body are parsed and validated: the teams
 //               the call would touch, resolved from the store (403 KILN_PERMISSION_DENIED)
-//   onResponse  every call that is not a GET/HEAD, allowed or refused, appended to the audit
-//               log with who, what, when and the outcome (onRequestAbort: 499, the client left)
+//   onSend      every call that is not a GET/HEAD, allowed or refused, appended to the audit
+//               log with who, what, when and the outcome, before its answer goes out
+//               (onRequestAbort: 499, the client left before its whole call arrived)
 //
 // In --dev mode nobody authenticates (every caller is `devPrincipal`), but calls are still
 // audited. Refusals throw before the handler runs, so a refused call changes nothing.
@@ -79,8 +80,10 @@ export function installAccessControl(app: FastifyInstance, options: AccessContro
     if (!decision.ok) throw denied(principal, decision.action);
   });
 
-  // Each call is recorded once: when its answer has gone out, or when the client went away
-  // first (an upload cut off half-way: Fastify then skips onResponse), as status 499.
+  // Each call is recorded once: when its answer is made (onSend, not onResponse: a client
+  // that leaves after its whole call arrived does not stop the call, but Fastify then skips
+  // onResponse), or as status 499 when the client went away before its call had arrived (an
+  // upload cut off half-way: nothing was done).
   const audited = new WeakSet<FastifyRequest>();
   const audit = async (request: FastifyRequest, status: number, code: string | null) => {
     if (request.method === 'GET' || request.method === 'HEAD' || audited.has(request)) return;
@@ -103,9 +106,10 @@ export function installAccessControl(app: FastifyInstance, options: AccessContro
       request.log.error({ err: error }, 'could not append to the audit log');
     }
   };
-  app.addHook('onResponse', (request, reply) =>
-    audit(request, reply.statusCode, request.errorCode),
-  );
+  app.addHook('onSend', async (request, reply, payload) => {
+    await audit(request, reply.statusCode, request.errorCode);
+    return payload;
+  });
   app.addHook('onRequestAbort', (request) => audit(request, clientClosedStatus, null));
 }
 
