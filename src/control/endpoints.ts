@@ -9,6 +9,7 @@ import type { Registry } from '../registry/registry.ts';
 import { checkName } from '../registry/names.ts';
 import { servableFormats } from '../runtimes/load-runtime.ts';
 import type { EndpointRecord } from '../store/serving-records.ts';
+import type { EndpointWriteOptions } from '../store/store.ts';
 import type { Reconciler, ReplicaStatus } from './reconciler.ts';
 import {
   completeEndpointConfig,
@@ -50,9 +51,11 @@ export class EndpointService {
     private readonly clock: Clock = systemClock,
   ) {}
 
+  /** `options.check`: see EndpointWriteOptions (the API's last word on who may write). */
   async deploy(
     name: string,
     request: DeployRequest,
+    options: EndpointWriteOptions = {},
   ): Promise<{ endpoint: EndpointView; created: boolean }> {
     checkName('endpoint', name);
     if (request.version !== undefined && request.alias !== undefined) {
@@ -86,15 +89,18 @@ export class EndpointService {
     const team = request.team ?? model.team;
     checkName('team', team);
     const config = completeEndpointConfig(request.config ?? {});
-    const { endpoint, created } = await this.registry.store.putEndpoint({
-      name,
-      team,
-      model: model.name,
-      version: version.version,
-      ref,
-      replicas: request.replicas ?? 1,
-      config,
-    });
+    const { endpoint, created } = await this.registry.store.putEndpoint(
+      {
+        name,
+        team,
+        model: model.name,
+        version: version.version,
+        ref,
+        replicas: request.replicas ?? 1,
+        config,
+      },
+      options,
+    );
     await this.reconciler.trigger();
     return { endpoint: this.view(endpoint), created };
   }
@@ -109,8 +115,8 @@ export class EndpointService {
     return (await this.registry.store.listEndpoints()).map((e) => this.view(e));
   }
 
-  async delete(name: string): Promise<EndpointView> {
-    const record = await this.registry.store.deleteEndpoint(name);
+  async delete(name: string, options: EndpointWriteOptions = {}): Promise<EndpointView> {
+    const record = await this.registry.store.deleteEndpoint(name, options);
     if (record === null) throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint: name });
     const view = this.view(record);
     await this.reconciler.trigger();

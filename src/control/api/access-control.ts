@@ -116,6 +116,19 @@ export function installAccessControl(app: FastifyInstance, options: AccessContro
 /** nginx's "client closed request": the caller left before the answer. */
 const clientClosedStatus = 499;
 
+/**
+ * For a handler whose store write re-reads what it touches (in the write's transaction): the
+ * same team decision as preHandler's, on the teams as they are now. Throws 403; a no-op for
+ * every caller but a deployer.
+ */
+export function recheckTeams(request: FastifyRequest, teams: readonly string[]): void {
+  const access = accessOf(request);
+  const principal = request.principal;
+  if (access.kind !== 'team' || principal?.role !== 'deployer') return;
+  const decision = decide(principal, access, teams);
+  if (!decision.ok) throw denied(principal, decision.action);
+}
+
 function accessOf(request: FastifyRequest): Access {
   return request.routeOptions.config.access ?? defaultAccess(request.method);
 }
