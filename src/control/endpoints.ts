@@ -6,6 +6,7 @@
 import { systemClock, type Clock } from '../core/clock.ts';
 import { kilnError } from '../core/errors.ts';
 import type { Registry } from '../registry/registry.ts';
+import type { Model } from '../registry/types.ts';
 import { checkName } from '../registry/names.ts';
 import { servableFormats } from '../runtimes/load-runtime.ts';
 import type { EndpointRecord } from '../store/serving-records.ts';
@@ -51,11 +52,14 @@ export class EndpointService {
     private readonly clock: Clock = systemClock,
   ) {}
 
-  /** `options.check`: see EndpointWriteOptions (the API's last word on who may write). */
+  /**
+   * `options.check`: see EndpointWriteOptions; `options.checkModel` sees the model as the
+   * deploy reads it (the API's last word on who may write, with the store's).
+   */
   async deploy(
     name: string,
     request: DeployRequest,
-    options: EndpointWriteOptions = {},
+    options: EndpointWriteOptions & { readonly checkModel?: (model: Model) => void } = {},
   ): Promise<{ endpoint: EndpointView; created: boolean }> {
     checkName('endpoint', name);
     if (request.version !== undefined && request.alias !== undefined) {
@@ -64,6 +68,7 @@ export class EndpointService {
       });
     }
     const model = await this.registry.requireModel(request.model);
+    options.checkModel?.(model);
     let ref: string;
     let wanted: number | string;
     if (request.version !== undefined) [ref, wanted] = [String(request.version), request.version];
@@ -99,7 +104,7 @@ export class EndpointService {
         replicas: request.replicas ?? 1,
         config,
       },
-      options,
+      options.check === undefined ? {} : { check: options.check },
     );
     await this.reconciler.trigger();
     return { endpoint: this.view(endpoint), created };

@@ -107,3 +107,50 @@ test('a delete does not remove an endpoint moved to another team since its check
   );
   await ok(call(url, 'DELETE', '/api/v1/endpoints/mine', undefined, deployer), 200);
 });
+
+/**
+ * The first read of model `name` (preHandler's) finds none; another team's model of that name,
+ * with one version, exists from the next read on.
+ */
+function createdAfterCheck(name: string): void {
+  const original = store.getModel.bind(store);
+  store.getModel = async (wanted) => {
+    const found = await original(wanted);
+    if (wanted !== name) return found;
+    store.getModel = original;
+    await platform.registry.registerVersion(name, {
+      format: 'xgboost',
+      files: [{ path: artifact!.path, size: artifact!.size, sha256: artifact!.sha256 }],
+      createModel: { team: 'ads' },
+    });
+    return found;
+  };
+}
+
+test('a deployer cannot act on a model another team created after its check found none', async () => {
+  const calls: [string, string, string, unknown][] = [
+    [
+      'late-register',
+      'POST',
+      '/api/v1/models/late-register/versions',
+      {
+        format: 'xgboost',
+        files: [{ path: artifact.path, size: artifact.size, sha256: artifact.sha256 }],
+      },
+    ],
+    ['late-alias', 'PUT', '/api/v1/models/late-alias/aliases/prod', { version: 1 }],
+    ['late-deploy', 'PUT', '/api/v1/endpoints/late', { model: 'late-deploy', replicas: 0 }],
+  ];
+  const outcomes: [string, number, unknown][] = [];
+  for (const [model, method, path, body] of calls) {
+    createdAfterCheck(model);
+    const response = await call(url, method, path, body, deployer);
+    const after = await store.getModel(model);
+    outcomes.push([path, response.status, [after?.team, after?.versionCount, after?.aliases]]);
+  }
+  assert.deepEqual(
+    outcomes,
+    calls.map(([, , path]) => [path, 403, ['ads', 1, {}]]),
+  );
+  assert.equal(await store.getEndpoint('late'), null);
+});

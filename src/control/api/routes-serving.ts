@@ -100,7 +100,7 @@ export function registerServingRoutes(
   };
   const manageApiKeys = adminAccess('manage API keys');
   // Checked again in the store's write: an endpoint another team created or took since the
-  // preHandler's check (a model's team never changes) is refused, not overwritten.
+  // preHandler's check is refused, not overwritten.
   const sameTeams = (request: FastifyRequest) => ({
     check: (existing: EndpointRecord | null) =>
       recheckTeams(request, existing === null ? [] : [existing.team]),
@@ -117,11 +117,11 @@ export function registerServingRoutes(
       },
     },
     async (request, reply) => {
-      const { endpoint, created } = await endpoints.deploy(
-        request.params.name,
-        request.body,
-        sameTeams(request),
-      );
+      const { endpoint, created } = await endpoints.deploy(request.params.name, request.body, {
+        ...sameTeams(request),
+        // A model is never deleted and its team never changes: one read is the one used.
+        checkModel: (model) => recheckTeams(request, [model.team, request.body.team ?? model.team]),
+      });
       request.log.info({ endpoint: endpoint.name, version: endpoint.version }, 'endpoint deployed');
       return reply.code(created ? 201 : 200).send(endpoint);
     },
