@@ -6,7 +6,7 @@
 //   <home>/gateway/control.token  gateway role, handed to the gateway process it spawns
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { link, mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { adminTokenPath } from '../core/admin-token-file.ts';
 import type { Clock } from '../core/clock.ts';
@@ -98,7 +98,12 @@ export async function ensureLocalToken(
     const existing = await readTokenFile(path);
     if (existing !== null) {
       const check = await checkToken(store, clock, existing);
-      if ((check.ok && check.record.role === spec.role) || !options.replaceInvalid) return existing;
+      if (!options.replaceInvalid) return existing;
+      if (check.ok && check.record.role === spec.role) {
+        // Reused: made 0600 again if it was opened up (a copy, a restore), as a new one is.
+        await chmod(path, 0o600);
+        return existing;
+      }
       const { token } = await issueToken(store, clock, spec);
       const temp = await writeTemp(path, token);
       await rename(temp, path);

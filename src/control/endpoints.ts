@@ -6,9 +6,11 @@
 import { systemClock, type Clock } from '../core/clock.ts';
 import { kilnError } from '../core/errors.ts';
 import type { Registry } from '../registry/registry.ts';
+import type { Model } from '../registry/types.ts';
 import { checkName } from '../registry/names.ts';
 import { servableFormats } from '../runtimes/load-runtime.ts';
 import type { EndpointRecord } from '../store/serving-records.ts';
+import type { EndpointWriteOptions } from '../store/store.ts';
 import type { Reconciler, ReplicaStatus } from './reconciler.ts';
 import {
   completeEndpointConfig,
@@ -50,9 +52,14 @@ export class EndpointService {
     private readonly clock: Clock = systemClock,
   ) {}
 
+  /**
+   * `options.check`: see EndpointWriteOptions; `options.checkModel` sees the model as the
+   * deploy reads it (the API's last word on who may write, with the store's).
+   */
   async deploy(
     name: string,
     request: DeployRequest,
+    options: EndpointWriteOptions & { readonly checkModel?: (model: Model) => void } = {},
   ): Promise<{ endpoint: EndpointView; created: boolean }> {
     checkName('endpoint', name);
     if (request.version !== undefined && request.alias !== undefined) {
@@ -61,6 +68,7 @@ export class EndpointService {
       });
     }
     const model = await this.registry.requireModel(request.model);
+    options.checkModel?.(model);
     let ref: string;
     let wanted: number | string;
     if (request.version !== undefined) [ref, wanted] = [String(request.version), request.version];
@@ -86,15 +94,18 @@ export class EndpointService {
     const team = request.team ?? model.team;
     checkName('team', team);
     const config = completeEndpointConfig(request.config ?? {});
-    const { endpoint, created } = await this.registry.store.putEndpoint({
-      name,
-      team,
-      model: model.name,
-      version: version.version,
-      ref,
-      replicas: request.replicas ?? 1,
-      config,
-    });
+    const { endpoint, created } = await this.registry.store.putEndpoint(
+      {
+        name,
+        team,
+        model: model.name,
+        version: version.version,
+        ref,
+        replicas: request.replicas ?? 1,
+        config,
+      },
+      options.check === undefined ? {} : { check: options.check },
+    );
     await this.reconciler.trigger();
     return { endpoint: this.view(endpoint), created };
   }
@@ -109,8 +120,8 @@ export class EndpointService {
     return (await this.registry.store.listEndpoints()).map((e) => this.view(e));
   }
 
-  async delete(name: string): Promise<EndpointView> {
-    const record = await this.registry.store.deleteEndpoint(name);
+  async delete(name: string, options: EndpointWriteOptions = {}): Promise<EndpointView> {
+    const record = await this.registry.store.deleteEndpoint(name, options);
     if (record === null) throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint: name });
     const view = this.view(record);
     await this.reconciler.trigger();

@@ -83,10 +83,16 @@ export class Registry {
    * Checks everything, then records the version in one store transaction: a request that
    * fails any check leaves no trace but the blobs it uploaded (reclaimed by gc).
    */
-  async registerVersion(modelName: string, request: RegisterVersionRequest): Promise<ModelVersion> {
+  async registerVersion(
+    modelName: string,
+    request: RegisterVersionRequest,
+    /** Sees an existing model as registration reads it, and may refuse it by throwing. */
+    options: { readonly checkModel?: (model: Model) => void } = {},
+  ): Promise<ModelVersion> {
     let model = await this.store.getModel(modelName);
     let createModel: NewModel | undefined;
-    if (model === null) {
+    if (model !== null) options.checkModel?.(model);
+    else {
       if (request.createModel === undefined)
         throw kilnError('KILN_MODEL_NOT_FOUND', { model: modelName });
       createModel = {

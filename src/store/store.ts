@@ -34,6 +34,15 @@ export type NewVersion = Omit<
   'model' | 'version' | 'aliases' | 'createdAt' | 'deletedAt'
 >;
 
+/**
+ * `check` runs in an endpoint write's transaction, with the write lock held, on the endpoint as
+ * it is then (null: none yet); what it throws aborts the write. The API re-checks a deployer's
+ * team there, so an endpoint created or moved to another team since its first check is safe.
+ */
+export interface EndpointWriteOptions {
+  readonly check?: (existing: EndpointRecord | null) => void;
+}
+
 export interface PageRequest {
   /** 1..500 */
   readonly limit: number;
@@ -112,10 +121,13 @@ export interface Store {
   setSigningPolicy(team: string | null, requireSignature: boolean): Promise<SigningPolicy>;
 
   /** Creates or replaces an endpoint (desired state); `created` tells which. */
-  putEndpoint(endpoint: NewEndpoint): Promise<{ endpoint: EndpointRecord; created: boolean }>;
+  putEndpoint(
+    endpoint: NewEndpoint,
+    options?: EndpointWriteOptions,
+  ): Promise<{ endpoint: EndpointRecord; created: boolean }>;
   getEndpoint(name: string): Promise<EndpointRecord | null>;
   listEndpoints(): Promise<readonly EndpointRecord[]>;
-  deleteEndpoint(name: string): Promise<EndpointRecord | null>;
+  deleteEndpoint(name: string, options?: EndpointWriteOptions): Promise<EndpointRecord | null>;
 
   addApiKey(key: Omit<ApiKeyRecord, 'createdAt'>): Promise<ApiKeyRecord>;
   /** Live (not revoked) keys. */

@@ -137,6 +137,22 @@ void test('the home admin token goes only to a platform on this machine; --token
   }
 });
 
+void test('kiln audit shows control characters from a caller as \\xNN, never as terminal escapes', async () => {
+  const platform = await testPlatform({ dev: false });
+  // Without any token: the path parameter is decoded, so the record holds an ESC.
+  const response = await fetch(`${platform.url}/api/v1/endpoints/x%1b%5b2Jy%07`, {
+    method: 'DELETE',
+  });
+  assert.equal(response.status, 401);
+  await response.body?.cancel();
+  const cli = new Cli(platform.url, platform.home);
+  const table = await cli.ok(['audit']);
+  assert.doesNotMatch(table, /\p{Cc}(?<!\n)/u);
+  assert.match(table, /DELETE \/api\/v1\/endpoints\/:name +x\\x1b\[2Jy\\x07 +401/);
+  const json = await cli.json<{ items: Entry[] }>(['audit']);
+  assert.equal(json.items[0]?.target, 'x\u001b[2Jy\u0007', 'JSON keeps what was recorded');
+});
+
 void test('durations and --since', () => {
   assert.equal(parseDurationSeconds('90s'), 90);
   assert.equal(parseDurationSeconds('30m'), 1800);

@@ -3,7 +3,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { chmod, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   checkToken,
@@ -128,6 +128,10 @@ test('the platform token in the home: made once (0600), reused while valid, repl
   assert.equal((await readFile(path, 'utf8')).trim(), first);
   assert.equal((await stat(path)).mode & 0o777, 0o600);
   assert.equal(await ensureLocalToken(store, clock, path, spec, { replaceInvalid: true }), first);
+  // Opened up meanwhile (a copy, a restore): 0600 again when reused.
+  await chmod(path, 0o644);
+  assert.equal(await ensureLocalToken(store, clock, path, spec, { replaceInvalid: true }), first);
+  assert.equal((await stat(path)).mode & 0o777, 0o600);
 
   // Two processes starting at once agree on one token; the loser revoked its own.
   const other = join(dir, 'home', 'gateway.token');

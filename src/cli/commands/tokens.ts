@@ -166,11 +166,19 @@ export function auditTable(entries: readonly AuditEntry[]): string {
     ['time', 'who', 'call', 'target', { header: 'status', align: 'right' }, 'code'],
     entries.map((e) => [
       shortTime(e.at),
-      e.tokenName === null ? '(no valid token)' : e.tokenName,
-      `${e.method} ${e.route}`,
-      e.target,
+      e.tokenName === null ? '(no valid token)' : visible(e.tokenName),
+      visible(`${e.method} ${e.route}`),
+      visible(e.target),
       e.status,
       e.code,
     ]),
   );
+}
+
+/**
+ * Control characters as `\xNN`: a call's route and target are the caller's words (a refused
+ * call's too, made without any token), and must not reach the reader's terminal as escapes.
+ */
+function visible(text: string): string {
+  return text.replace(/\p{Cc}/gu, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }

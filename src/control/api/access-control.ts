@@ -6,8 +6,9 @@
 //               a byte of an upload is read
 //   preHandler  team-scoped needs, once params and body are parsed and validated: the teams
 //               the call would touch, resolved from the store (403 KILN_PERMISSION_DENIED)
-//   onResponse  every call that is not a GET/HEAD, allowed or refused, appended to the audit
-//               log with who, what, when and the outcome (onRequestAbort: 499, the client left)
+//   onSend      every call that is not a GET/HEAD, allowed or refused, appended to the audit
+//               log with who, what, when and the outcome, before its answer goes out
+//               (onRequestAbort: 499, the client left before its whole call arrived)
 //
 // In --dev mode nobody authenticates (every caller is `devPrincipal`), but calls are still
 // audited. Refusals throw before the handler runs, so a refused call changes nothing.
@@ -79,8 +80,10 @@ export function installAccessControl(app: FastifyInstance, options: AccessContro
     if (!decision.ok) throw denied(principal, decision.action);
   });
 
-  // Each call is recorded once: when its answer has gone out, or when the client went away
-  // first (an upload cut off half-way: Fastify then skips onResponse), as status 499.
+  // Each call is recorded once: when its answer is made (onSend, not onResponse: a client
+  // that leaves after its whole call arrived does not stop the call, but Fastify then skips
+  // onResponse), or as status 499 when the client went away before its call had arrived (an
+  // upload cut off half-way: nothing was done).
   const audited = new WeakSet<FastifyRequest>();
   const audit = async (request: FastifyRequest, status: number, code: string | null) => {
     if (request.method === 'GET' || request.method === 'HEAD' || audited.has(request)) return;
@@ -103,14 +106,28 @@ export function installAccessControl(app: FastifyInstance, options: AccessContro
       request.log.error({ err: error }, 'could not append to the audit log');
     }
   };
-  app.addHook('onResponse', (request, reply) =>
-    audit(request, reply.statusCode, request.errorCode),
-  );
+  app.addHook('onSend', async (request, reply, payload) => {
+    await audit(request, reply.statusCode, request.errorCode);
+    return payload;
+  });
   app.addHook('onRequestAbort', (request) => audit(request, clientClosedStatus, null));
 }
 
 /** nginx's "client closed request": the caller left before the answer. */
 const clientClosedStatus = 499;
+
+/**
+ * For a handler whose store write re-reads what it touches (in the write's transaction): the
+ * same team decision as preHandler's, on the teams as they are now. Throws 403; a no-op for
+ * every caller but a deployer.
+ */
+export function recheckTeams(request: FastifyRequest, teams: readonly string[]): void {
+  const access = accessOf(request);
+  const principal = request.principal;
+  if (access.kind !== 'team' || principal?.role !== 'deployer') return;
+  const decision = decide(principal, access, teams);
+  if (!decision.ok) throw denied(principal, decision.action);
+}
 
 function accessOf(request: FastifyRequest): Access {
   return request.routeOptions.config.access ?? defaultAccess(request.method);

@@ -5,6 +5,8 @@ import { kilnError } from '../../core/errors.ts';
 import type { Registry, RegisterVersionRequest } from '../../registry/registry.ts';
 import type { Store } from '../../store/store.ts';
 import { teamAccess } from '../access-policy.ts';
+import type { Model } from '../../registry/types.ts';
+import { recheckTeams } from './access-control.ts';
 import {
   aliasBody,
   createModelBody,
@@ -62,6 +64,14 @@ export function registerModelRoutes(app: FastifyInstance, registry: Registry): v
   const store = registry.store;
   const ofModel = (request: FastifyRequest): Promise<readonly string[]> =>
     modelTeams(store, request);
+  // The model the call acts on, with a deployer's team checked again on this read: preHandler
+  // found no model (so allowed the call, to answer 404), but another team may have created it
+  // since. A model is never deleted and its team never changes, so once read it stays so.
+  const requireOwnModel = async (request: FastifyRequest, name: string): Promise<Model> => {
+    const model = await registry.requireModel(name);
+    recheckTeams(request, [model.team]);
+    return model;
+  };
 
   app.post<{ Body: { name: string; team?: string; description?: string } }>(
     '/api/v1/models',
@@ -112,7 +122,11 @@ export function registerModelRoutes(app: FastifyInstance, registry: Registry): v
       },
     },
     async (request, reply) => {
-      const version = await registry.registerVersion(request.params.name, request.body);
+      // The model as registration reads it, checked again (see requireOwnModel); one it
+      // creates is the team preHandler checked, or refused by the store (KILN_MODEL_EXISTS).
+      const version = await registry.registerVersion(request.params.name, request.body, {
+        checkModel: (model) => recheckTeams(request, [model.team]),
+      });
       request.log.info({ model: version.model, version: version.version }, 'version registered');
       return reply.code(201).send(version);
     },
@@ -144,7 +158,7 @@ export function registerModelRoutes(app: FastifyInstance, registry: Registry): v
       config: { access: teamAccess('delete versions', ofModel) },
     },
     async (request) => {
-      await registry.requireModel(request.params.name);
+      await requireOwnModel(request, request.params.name);
       return store.deleteVersion(
         request.params.name,
         versionNumber(request.params.ref, request.params.name),
@@ -158,7 +172,10 @@ export function registerModelRoutes(app: FastifyInstance, registry: Registry): v
       schema: { params: versionParams },
       config: { access: teamAccess('verify versions', ofModel) },
     },
-    async (request) => registry.verifyVersion(request.params.name, request.params.ref),
+    async (request) => {
+      await requireOwnModel(request, request.params.name);
+      return registry.verifyVersion(request.params.name, request.params.ref);
+    },
   );
 
   app.get<{ Params: { name: string } }>(
@@ -178,6 +195,7 @@ export function registerModelRoutes(app: FastifyInstance, registry: Registry): v
     },
     async (request) => {
       const { name, alias } = request.params;
+      await requireOwnModel(request, name);
       const { previousVersion } = await registry.setAlias(name, alias, request.body.version);
       return { alias, version: request.body.version, previousVersion };
     },
@@ -188,7 +206,7 @@ export function registerModelRoutes(app: FastifyInstance, registry: Registry): v
     { schema: { params: aliasParams }, config: { access: teamAccess('move aliases', ofModel) } },
     async (request) => {
       const { name, alias } = request.params;
-      await registry.requireModel(name);
+      await requireOwnModel(request, name);
       const removed = await store.deleteAlias(name, alias);
       if (removed === null) throw kilnError('KILN_ALIAS_NOT_FOUND', { model: name, alias });
       return { alias: removed.alias, version: removed.version };

@@ -2,13 +2,15 @@
 // routes-team-limits.ts) /api/v1/teams/{team}/limits.
 
 import { createHash, randomBytes } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { kilnError } from '../../core/errors.ts';
 import { checkName } from '../../registry/names.ts';
 import type { Store } from '../../store/store.ts';
 import type { DeployRequest, EndpointService } from '../endpoints.ts';
 import type { Reconciler } from '../reconciler.ts';
 import { adminAccess, routingAccess, teamAccess } from '../access-policy.ts';
+import type { EndpointRecord } from '../../store/serving-records.ts';
+import { recheckTeams } from './access-control.ts';
 import { registerTeamLimitRoutes } from './routes-team-limits.ts';
 
 const shortString = { type: 'string', minLength: 1, maxLength: 256 } as const;
@@ -97,6 +99,12 @@ export function registerServingRoutes(
     return existing === null ? [] : [existing.team];
   };
   const manageApiKeys = adminAccess('manage API keys');
+  // Checked again in the store's write: an endpoint another team created or took since the
+  // preHandler's check is refused, not overwritten.
+  const sameTeams = (request: FastifyRequest) => ({
+    check: (existing: EndpointRecord | null) =>
+      recheckTeams(request, existing === null ? [] : [existing.team]),
+  });
 
   app.put<{ Params: { name: string }; Body: DeployRequest }>(
     '/api/v1/endpoints/:name',
@@ -109,7 +117,11 @@ export function registerServingRoutes(
       },
     },
     async (request, reply) => {
-      const { endpoint, created } = await endpoints.deploy(request.params.name, request.body);
+      const { endpoint, created } = await endpoints.deploy(request.params.name, request.body, {
+        ...sameTeams(request),
+        // A model is never deleted and its team never changes: one read is the one used.
+        checkModel: (model) => recheckTeams(request, [model.team, request.body.team ?? model.team]),
+      });
       request.log.info({ endpoint: endpoint.name, version: endpoint.version }, 'endpoint deployed');
       return reply.code(created ? 201 : 200).send(endpoint);
     },
@@ -124,7 +136,7 @@ export function registerServingRoutes(
         ),
       },
     },
-    async (request) => endpoints.delete(request.params.name),
+    async (request) => endpoints.delete(request.params.name, sameTeams(request)),
   );
 
   app.get('/api/v1/api-keys', async () => ({

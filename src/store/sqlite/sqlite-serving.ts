@@ -10,6 +10,7 @@ import type {
   EndpointRecord,
   NewEndpoint,
 } from '../serving-records.ts';
+import type { EndpointWriteOptions } from '../store.ts';
 
 interface EndpointRow {
   name: string;
@@ -78,8 +79,12 @@ export class SqliteServingTables {
     private readonly clock: Clock,
   ) {}
 
-  putEndpoint(endpoint: NewEndpoint): { endpoint: EndpointRecord; created: boolean } {
+  putEndpoint(
+    endpoint: NewEndpoint,
+    options: EndpointWriteOptions = {},
+  ): { endpoint: EndpointRecord; created: boolean } {
     const put = this.db.transaction(() => {
+      options.check?.(this.getEndpoint(endpoint.name));
       const target = this.db
         .prepare(
           `SELECT m.id AS model_id, v.id AS version_id, v.deleted_at FROM models m
@@ -133,9 +138,10 @@ export class SqliteServingTables {
     );
   }
 
-  deleteEndpoint(name: string): EndpointRecord | null {
+  deleteEndpoint(name: string, options: EndpointWriteOptions = {}): EndpointRecord | null {
     const remove = this.db.transaction(() => {
       const record = this.getEndpoint(name);
+      options.check?.(record);
       if (record !== null) this.db.prepare('DELETE FROM endpoints WHERE name = ?').run(name);
       return record;
     });

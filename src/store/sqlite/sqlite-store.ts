@@ -16,7 +16,14 @@ import type {
   SigningPolicy,
   TrustedKey,
 } from '../../registry/types.ts';
-import type { LineageQuery, NewModel, NewVersion, PageRequest, Store } from '../store.ts';
+import type {
+  EndpointWriteOptions,
+  LineageQuery,
+  NewModel,
+  NewVersion,
+  PageRequest,
+  Store,
+} from '../store.ts';
 import { cursorNumber, cursorString, decodePageToken, pageOf } from '../page-token.ts';
 import { sqliteMigrations, type Migration } from './migrations.ts';
 import { SqliteServingTables, endpointsServing } from './sqlite-serving.ts';
@@ -536,8 +543,11 @@ export class SqliteStore implements Store {
 
   // ---------------------------------------------------------------- serving
 
-  putEndpoint(endpoint: NewEndpoint): Promise<{ endpoint: EndpointRecord; created: boolean }> {
-    return this.run(() => this.serving.putEndpoint(endpoint));
+  putEndpoint(
+    endpoint: NewEndpoint,
+    options: EndpointWriteOptions = {},
+  ): Promise<{ endpoint: EndpointRecord; created: boolean }> {
+    return this.run(() => this.serving.putEndpoint(endpoint, options));
   }
 
   getEndpoint(name: string): Promise<EndpointRecord | null> {
@@ -548,8 +558,8 @@ export class SqliteStore implements Store {
     return this.run(() => this.serving.listEndpoints());
   }
 
-  deleteEndpoint(name: string): Promise<EndpointRecord | null> {
-    return this.run(() => this.serving.deleteEndpoint(name));
+  deleteEndpoint(name: string, options: EndpointWriteOptions = {}): Promise<EndpointRecord | null> {
+    return this.run(() => this.serving.deleteEndpoint(name, options));
   }
 
   addApiKey(key: Omit<ApiKeyRecord, 'createdAt'>): Promise<ApiKeyRecord> {
