@@ -398,3 +398,11 @@ test('createModel makes the model together with its first version, and a refused
     'risk',
   );
 });
+
+test('a URL that cannot be decoded gets the registry error shape, not the framework one', async () => {
+  const { url } = await testPlatform();
+  const response = await call(url, 'GET', '/api/v1/models/%');
+  assert.equal(response.status, 400, JSON.stringify(response.body));
+  assert.equal(errorCode(response), 'KILN_VALIDATION_FAILED');
+  assert.match(JSON.stringify(response.body), /not a valid url/i);
+});

@@ -1,6 +1,7 @@
 // The control-plane HTTP server (Fastify): /api/v1. It never sits on the inference path.
 
-import Fastify, { type FastifyInstance } from 'fastify';
+import { kilnError } from '../../core/errors.ts';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Clock } from '../../core/clock.ts';
 import type { Registry } from '../../registry/registry.ts';
 import { installAccessControl } from './access-control.ts';
@@ -49,6 +50,12 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
       },
     },
     return503OnClosing: true,
+    // A URL that cannot be decoded (`/api/v1/models/%`) never reaches a route or a hook:
+    // answer it in the registry's shape too, not Fastify's.
+    frameworkErrors: (error, _request, reply: FastifyReply) => {
+      const kiln = kilnError('KILN_VALIDATION_FAILED', { reason: error.message });
+      void reply.code(kiln.status).type('application/json').send(kiln.toJSON());
+    },
   });
   installJsonParser(app);
   installErrorHandling(app, maxJsonBytes);
