@@ -22,6 +22,7 @@ import type {
 } from '../gateway/routing-snapshot.ts';
 import type { Backend, ReplicaEvent, ReplicaHandle, SurvivingReplica } from './backends/backend.ts';
 import {
+  backoffResetAfterMs,
   failureKind,
   planReplicas,
   restartBackoffMs,
@@ -80,6 +81,10 @@ interface Replica {
   /** The worker's Unix socket (local backend), for the gateway's channel. */
   socketPath: string | null;
   restarts: number;
+  /** `restarts` when its current run of failures began: the backoff counts from there. */
+  restartsBeforeFailing: number;
+  /** Since when it is ready (null: not ready). */
+  readySinceMs: number | null;
   /** The current launch's failure, as reported (a worker reports before it exits). */
   reason: string | null;
   reasonCode: string | null;
@@ -105,6 +110,8 @@ function newReplica(
     url: null,
     socketPath: null,
     restarts: 0,
+    restartsBeforeFailing: 0,
+    readySinceMs: null,
     reason: null,
     reasonCode: null,
     lastFailure: null,
@@ -477,7 +484,7 @@ export class Reconciler {
       replica.restartAtMs = Number.POSITIVE_INFINITY;
       void handle.stop(5_000).finally(() => {
         if (replica.launch !== stale || replica.state !== 'failed') return;
-        replica.restartAtMs = this.options.clock.now() + restartBackoffMs(replica.restarts);
+        replica.restartAtMs = this.options.clock.now() + this.backoffMs(replica, 'crash');
         void this.trigger();
       });
     }
@@ -487,6 +494,10 @@ export class Reconciler {
   private markFailed(replica: Replica, reason: string, code: string | null = null): void {
     const now = this.options.clock.now();
     const kind = failureKind(code);
+    // Ready a good while: a new failure, not one more of a loop.
+    if (replica.readySinceMs !== null && now - replica.readySinceMs >= backoffResetAfterMs)
+      replica.restartsBeforeFailing = replica.restarts;
+    replica.readySinceMs = null;
     replica.state = 'failed';
     replica.reason = reason;
     replica.reasonCode = code;
@@ -494,7 +505,11 @@ export class Reconciler {
     replica.url = null;
     replica.socketPath = null;
     replica.handle = null;
-    replica.restartAtMs = now + restartBackoffMs(replica.restarts, kind);
+    replica.restartAtMs = now + this.backoffMs(replica, kind);
+  }
+
+  private backoffMs(replica: Replica, kind: FailureKind): number {
+    return restartBackoffMs(replica.restarts - replica.restartsBeforeFailing, kind);
   }
 
   private onReplicaEvent(replica: Replica, event: ReplicaEvent): void {
@@ -506,6 +521,7 @@ export class Reconciler {
       case 'ready':
         if (replica.state === 'stopping') return;
         replica.state = 'ready';
+        replica.readySinceMs = this.options.clock.now();
         replica.reason = null;
         replica.reasonCode = null;
         replica.lastFailure = null;

@@ -539,3 +539,47 @@ test('uploading a blob that a replica failed on retries it at once; other blobs 
   reconciler.blobStored(first.launch.files[0]!.sha256);
   assert.equal(seen(reconciler, endpoints).replica.restartAt, restartAt);
 });
+
+test('a replica that served a while starts its backoff over: restarts long ago do not slow the next one', async (t) => {
+  const clock = new FakeClock();
+  const { backend, reconciler, endpoints } = await setup(t, { clock });
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 1 });
+  await until(() => backend.launched.length === 1, 'the first launch');
+  // Eight crashes, each after a day of serving: every one is a first failure.
+  for (let crash = 0; crash < 8; crash++) {
+    const entry = backend.launched.at(-1)!;
+    backend.ready(entry);
+    clock.advance(24 * 3600_000);
+    entry.emit({ kind: 'exited', code: null, signal: 'SIGKILL' });
+    const failed = seen(reconciler, endpoints).replica;
+    assert.equal(failed.restarts, crash, 'the count still counts every restart');
+    assert.equal(failed.restartAt, new Date(clock.now() + 500).toISOString(), `crash ${crash}`);
+    clock.advance(500);
+    await reconciler.trigger();
+    assert.equal(backend.launched.length, crash + 2);
+  }
+  // A failure that repeats, after a day of serving: its first wait (a minute), not ten.
+  const entry = backend.launched.at(-1)!;
+  backend.ready(entry);
+  clock.advance(24 * 3600_000);
+  entry.emit({ kind: 'failed', reason: corrupt, code: 'KILN_ARTIFACT_CORRUPT' });
+  backend.exit(entry);
+  assert.equal(
+    seen(reconciler, endpoints).replica.restartAt,
+    new Date(clock.now() + 60_000).toISOString(),
+  );
+  // Ready, and crashing again at once (a crash loop through ready): the backoff keeps growing.
+  clock.advance(60_000);
+  await reconciler.trigger();
+  for (const wait of [1_000, 2_000]) {
+    const looping = backend.launched.at(-1)!;
+    backend.ready(looping);
+    looping.emit({ kind: 'exited', code: null, signal: 'SIGKILL' });
+    assert.equal(
+      seen(reconciler, endpoints).replica.restartAt,
+      new Date(clock.now() + wait).toISOString(),
+    );
+    clock.advance(wait);
+    await reconciler.trigger();
+  }
+});
