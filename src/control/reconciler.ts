@@ -339,6 +339,10 @@ export class Reconciler {
     }));
     for (const endpoint of this.endpoints)
       await this.learnVersion(endpoint.model, endpoint.version);
+    // And what the replicas serve: one adopted from a platform before may serve a version no
+    // endpoint names any more (redeployed meanwhile), routed until its successor is ready.
+    for (const replica of this.replicas.values())
+      await this.learnVersion(replica.model, replica.version);
     this.stopHungStarts();
     const actions = planReplicas(
       this.endpoints.map((e) => ({

@@ -583,3 +583,27 @@ test('a replica that served a while starts its backoff over: restarts long ago d
     await reconciler.trigger();
   }
 });
+
+test('an adopted replica of a version the endpoint left while the platform was down is routed as that version', async (t) => {
+  const { backend, firstPoll } = await setup(t, {
+    before: async (endpoints, backend, store) => {
+      await endpoints.deploy('e', { model: 'a', version: 1, replicas: 1 });
+      const revision = workerRevision((await store.getEndpoint('e'))!);
+      // Redeployed while no platform ran: the survivor serves the version before.
+      await endpoints.deploy('e', { model: 'a', version: 2, replicas: 1 });
+      const launch = { replicaId: 'e-v1-r0-4', endpoint: 'e', model: 'a', version: 1 };
+      return [backend.survivor({ ...launch, revision, slot: 0 } as ReplicaLaunch)];
+    },
+  });
+  // It keeps the traffic until version 2 is ready, described as what it is: an xgboost
+  // model (the gateway checks inputs by format), not the default.
+  const first = await firstPoll;
+  const route = first?.endpoints[0];
+  assert.deepEqual(
+    route?.replicas.map((r) => r.id),
+    ['e-v1-r0-4'],
+  );
+  assert.equal(route?.version, 1);
+  assert.equal(route?.format, 'xgboost');
+  await until(() => backend.launched.length === 2, 'version 2 started');
+});
