@@ -100,6 +100,11 @@ interface Replica {
   launchedAtMs: number;
 }
 
+/** The last part of a replica id: which start of its platform it was (0 if none). */
+function launchNumber(replicaId: string): number {
+  return Number(/-(\d+)$/.exec(replicaId)?.[1] ?? 0);
+}
+
 /** A replica in its slot, not yet launched: no address, no failure, nothing to restart. */
 function newReplica(
   place: Pick<Replica, 'id' | 'endpoint' | 'model' | 'version' | 'revision' | 'slot'>,
@@ -187,7 +192,12 @@ export class Reconciler {
    */
   async adopt(survivors: readonly SurvivingReplica[], waitMs = 15_000): Promise<void> {
     const settled: Promise<void>[] = [];
-    for (const survivor of survivors) {
+    // Newest first: two in one slot are a replica the platform was stopping (draining, out
+    // of the routing) and the successor it started; the successor keeps the slot.
+    const newestFirst = [...survivors].sort(
+      (a, b) => launchNumber(b.launch.replicaId) - launchNumber(a.launch.replicaId),
+    );
+    for (const survivor of newestFirst) {
       const { launch } = survivor;
       const taken = [...this.replicas.values()].some(
         (r) =>
@@ -201,8 +211,7 @@ export class Reconciler {
         continue;
       }
       // New replicas of this platform get ids after the adopted ones'.
-      const suffix = Number(/-(\d+)$/.exec(launch.replicaId)?.[1] ?? 0);
-      this.launches = Math.max(this.launches, suffix);
+      this.launches = Math.max(this.launches, launchNumber(launch.replicaId));
       const replica = newReplica({
         id: launch.replicaId,
         endpoint: launch.endpoint,

@@ -607,3 +607,26 @@ test('an adopted replica of a version the endpoint left while the platform was d
   assert.equal(route?.format, 'xgboost');
   await until(() => backend.launched.length === 2, 'version 2 started');
 });
+
+test('of two survivors in one slot, the one started last is adopted and the other stopped', async (t) => {
+  // Killed while a slot's old replica drained beside its successor: both still run. The
+  // draining one is on its way out (and out of the gateway's routing); the successor stays.
+  const stopped: string[] = [];
+  const { routed } = await setup(t, {
+    before: async (endpoints, backend, store) => {
+      await endpoints.deploy('e', { model: 'a', version: 1, replicas: 1 });
+      const revision = workerRevision((await store.getEndpoint('e'))!);
+      const launch = { endpoint: 'e', model: 'a', version: 1, revision, slot: 0 };
+      return ['e-v1-r0-3', 'e-v1-r0-5'].map((replicaId) => ({
+        ...backend.survivor({ ...launch, replicaId } as ReplicaLaunch),
+        stop: () => {
+          stopped.push(replicaId);
+          return Promise.resolve();
+        },
+      }));
+    },
+  });
+  await until(() => routed().length > 0, 'the first snapshot');
+  assert.deepEqual(routed(), ['e-v1-r0-5']);
+  assert.deepEqual(stopped, ['e-v1-r0-3']);
+});
