@@ -22,6 +22,7 @@ import type {
 } from '../gateway/routing-snapshot.ts';
 import type { Backend, ReplicaEvent, ReplicaHandle, SurvivingReplica } from './backends/backend.ts';
 import {
+  backoffResetAfterMs,
   failureKind,
   planReplicas,
   restartBackoffMs,
@@ -80,6 +81,10 @@ interface Replica {
   /** The worker's Unix socket (local backend), for the gateway's channel. */
   socketPath: string | null;
   restarts: number;
+  /** `restarts` when its current run of failures began: the backoff counts from there. */
+  restartsBeforeFailing: number;
+  /** Since when it is ready (null: not ready). */
+  readySinceMs: number | null;
   /** The current launch's failure, as reported (a worker reports before it exits). */
   reason: string | null;
   reasonCode: string | null;
@@ -95,6 +100,11 @@ interface Replica {
   launchedAtMs: number;
 }
 
+/** The last part of a replica id: which start of its platform it was (0 if none). */
+function launchNumber(replicaId: string): number {
+  return Number(/-(\d+)$/.exec(replicaId)?.[1] ?? 0);
+}
+
 /** A replica in its slot, not yet launched: no address, no failure, nothing to restart. */
 function newReplica(
   place: Pick<Replica, 'id' | 'endpoint' | 'model' | 'version' | 'revision' | 'slot'>,
@@ -105,6 +115,8 @@ function newReplica(
     url: null,
     socketPath: null,
     restarts: 0,
+    restartsBeforeFailing: 0,
+    readySinceMs: null,
     reason: null,
     reasonCode: null,
     lastFailure: null,
@@ -180,7 +192,12 @@ export class Reconciler {
    */
   async adopt(survivors: readonly SurvivingReplica[], waitMs = 15_000): Promise<void> {
     const settled: Promise<void>[] = [];
-    for (const survivor of survivors) {
+    // Newest first: two in one slot are a replica the platform was stopping (draining, out
+    // of the routing) and the successor it started; the successor keeps the slot.
+    const newestFirst = [...survivors].sort(
+      (a, b) => launchNumber(b.launch.replicaId) - launchNumber(a.launch.replicaId),
+    );
+    for (const survivor of newestFirst) {
       const { launch } = survivor;
       const taken = [...this.replicas.values()].some(
         (r) =>
@@ -194,8 +211,7 @@ export class Reconciler {
         continue;
       }
       // New replicas of this platform get ids after the adopted ones'.
-      const suffix = Number(/-(\d+)$/.exec(launch.replicaId)?.[1] ?? 0);
-      this.launches = Math.max(this.launches, suffix);
+      this.launches = Math.max(this.launches, launchNumber(launch.replicaId));
       const replica = newReplica({
         id: launch.replicaId,
         endpoint: launch.endpoint,
@@ -332,6 +348,10 @@ export class Reconciler {
     }));
     for (const endpoint of this.endpoints)
       await this.learnVersion(endpoint.model, endpoint.version);
+    // And what the replicas serve: one adopted from a platform before may serve a version no
+    // endpoint names any more (redeployed meanwhile), routed until its successor is ready.
+    for (const replica of this.replicas.values())
+      await this.learnVersion(replica.model, replica.version);
     this.stopHungStarts();
     const actions = planReplicas(
       this.endpoints.map((e) => ({
@@ -477,7 +497,7 @@ export class Reconciler {
       replica.restartAtMs = Number.POSITIVE_INFINITY;
       void handle.stop(5_000).finally(() => {
         if (replica.launch !== stale || replica.state !== 'failed') return;
-        replica.restartAtMs = this.options.clock.now() + restartBackoffMs(replica.restarts);
+        replica.restartAtMs = this.options.clock.now() + this.backoffMs(replica, 'crash');
         void this.trigger();
       });
     }
@@ -487,6 +507,10 @@ export class Reconciler {
   private markFailed(replica: Replica, reason: string, code: string | null = null): void {
     const now = this.options.clock.now();
     const kind = failureKind(code);
+    // Ready a good while: a new failure, not one more of a loop.
+    if (replica.readySinceMs !== null && now - replica.readySinceMs >= backoffResetAfterMs)
+      replica.restartsBeforeFailing = replica.restarts;
+    replica.readySinceMs = null;
     replica.state = 'failed';
     replica.reason = reason;
     replica.reasonCode = code;
@@ -494,7 +518,11 @@ export class Reconciler {
     replica.url = null;
     replica.socketPath = null;
     replica.handle = null;
-    replica.restartAtMs = now + restartBackoffMs(replica.restarts, kind);
+    replica.restartAtMs = now + this.backoffMs(replica, kind);
+  }
+
+  private backoffMs(replica: Replica, kind: FailureKind): number {
+    return restartBackoffMs(replica.restarts - replica.restartsBeforeFailing, kind);
   }
 
   private onReplicaEvent(replica: Replica, event: ReplicaEvent): void {
@@ -506,6 +534,7 @@ export class Reconciler {
       case 'ready':
         if (replica.state === 'stopping') return;
         replica.state = 'ready';
+        replica.readySinceMs = this.options.clock.now();
         replica.reason = null;
         replica.reasonCode = null;
         replica.lastFailure = null;

@@ -9,7 +9,8 @@
 // Rules, per endpoint (desired revision R, N replicas):
 // - slots 0..N-1 of revision R each hold one replica; an empty slot is started;
 // - a failed replica is restarted when its backoff has passed: 0.5 s, 1 s, 2 s … 30 s after
-//   a crash, 1 min, 2 min … 10 min after a failure that repeats (failureKind);
+//   a crash, 1 min, 2 min … 10 min after a failure that repeats (failureKind); counted from
+//   the first failure after ten minutes ready (backoffResetAfterMs);
 // - replicas of R in slots ≥ N are stopped (scale down);
 // - replicas of other revisions keep serving until every slot of R is ready, then stop
 //   (a new revision that never becomes ready never takes the old one's traffic away);
@@ -86,7 +87,15 @@ export function failureKind(code: string | null): FailureKind {
 export const maxBackoffMs = 30_000;
 export const maxRepeatBackoffMs = 10 * 60_000;
 
-/** Delay before the n-th restart (n = restarts so far) after a failure of this kind. */
+/**
+ * A replica ready this long before it fails starts its backoff over (as a Kubernetes pod's
+ * crash-loop backoff does after ten minutes of running): a crash a day must not, after a
+ * week, wait as long as a crash loop. Ready for less — a crash loop that passes through
+ * ready — the backoff keeps growing.
+ */
+export const backoffResetAfterMs = 10 * 60_000;
+
+/** Delay before the n-th restart (n = restarts in a row so far) after a failure of this kind. */
 export function restartBackoffMs(restarts: number, kind: FailureKind = 'crash'): number {
   const doublings = 2 ** Math.min(restarts, 16);
   switch (kind) {

@@ -75,9 +75,6 @@ try {
   await new Promise(() => undefined);
   throw error;
 }
-writeGatewayRecord(stateDir, gateway.url, values.host);
-process.stdout.write(`${JSON.stringify({ event: 'listening', url: gateway.url })}\n`);
-
 let stopping = false;
 function stop(): void {
   if (stopping) process.exit(1);
@@ -91,8 +88,14 @@ function stop(): void {
     },
   );
 }
+// Before the record and the line that announce it: a supervisor may signal as soon as it
+// reads the line (a pipe write can reach it before this tick ends), and without a handler
+// SIGTERM kills outright — no drain, and a record left naming a gateway that is gone.
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
+writeGatewayRecord(stateDir, gateway.url, values.host);
+process.stdout.write(`${JSON.stringify({ event: 'listening', url: gateway.url })}\n`);
+
 // The control plane going away (even by kill -9: its end of our stdin pipe closes) leaves
 // this gateway orphaned, holding its port: stop, as workers do.
 if (values['exit-with-parent']) {

@@ -6,7 +6,7 @@
 // platform started after its own died can find it, check it is still this worker, and adopt
 // or stop it.
 
-import { fstatSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, fstatSync, renameSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { identifyProcess } from '../core/process-identity.ts';
@@ -25,19 +25,25 @@ const me = identifyProcess(process.pid);
 // What the record says besides the identity: the address once listening, and once ready the
 // model's feature names (what a platform adopting this worker cannot read from its stdout).
 let recorded: Record<string, unknown> = {};
+let hasRecord = false;
 const record = (more: Record<string, unknown>): void => {
   recorded = { ...recorded, ...more };
   if (me === null) return;
   const path = join(spec.workDir, workerRecordFile);
+  // The record gone (or no folder for the first): a platform that read the folder before
+  // this worker recorded itself took it for gone and removed it (the socket's mkdir may
+  // have made the folder again since). Nobody will find, adopt or stop this worker — detached,
+  // it outlives every platform — so stop, rather than load and serve for nobody.
+  if (hasRecord && !existsSync(path)) return stop();
   try {
     // Whole or not at all: a platform may read it at any moment.
     writeFileSync(`${path}.tmp`, JSON.stringify({ ...me, ...recorded }));
     renameSync(`${path}.tmp`, path);
-  } catch {
-    // no folder (being removed): nobody will look for this worker there
+    hasRecord = true;
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'ENOENT') stop();
   }
 };
-record({});
 const emit = (event: WorkerEvent): void => {
   if (event.event === 'listening') record({ url: event.url, socketPath: event.socketPath ?? null });
   if (event.event === 'ready') record({ featureNames: event.featureNames ?? null });
@@ -79,6 +85,8 @@ if (stdinIsPipe()) {
   process.stdin.on('end', stop);
   process.stdin.resume();
 }
+// Recorded once it can be stopped (above): from here on a platform scanning the folders finds it.
+record({});
 
 worker = await startWorker(spec, emit);
 await worker.loaded;

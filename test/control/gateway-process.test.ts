@@ -86,9 +86,12 @@ test('a gateway left running is adopted where it listens, and stopped by its ado
   const adopter = make(Number(new URL(record.url).port));
   assert.equal(await adopter.adopt(), record.url);
   assert.equal(adopter.pid, record.process.pid);
-  assert.equal(await make(0).adopt(), record.url);
+  // (Two adopters only here: each would start the gateway again if it died unasked.)
+  const second = make(0);
+  assert.equal(await second.adopt(), record.url);
 
   await adopter.stop();
+  await second.stop();
   assert.equal(isRunning(record.process), false);
   // It removed its record as it stopped: nothing is left to adopt.
   assert.equal(readGatewayRecord(stateDir), null);
@@ -101,4 +104,26 @@ test('a gateway on another port than the one asked is stopped, not adopted', asy
   const elsewhere = Number(new URL(record.url).port) === 1 ? 2 : 1;
   assert.equal(await make(elsewhere).adopt(), null);
   await until(() => !isRunning(record.process), 'the old gateway to stop');
+});
+
+test('an adopted gateway that dies is started again where it listened', async () => {
+  const { stateDir, controlUrlFile, make } = await setup();
+  const record = await leftOver(stateDir, controlUrlFile);
+  const adopter = make(0);
+  assert.equal(await adopter.adopt(), record.url);
+  process.kill(record.process.pid, 'SIGKILL');
+  await until(
+    () => adopter.pid !== null && adopter.pid !== record.process.pid && existsSync(stateDir),
+    'a new gateway',
+  );
+  await until(
+    async () => (await fetch(`${record.url}/v2/health/live`).catch(() => null))?.ok === true,
+    'the new gateway to answer on the same port',
+    50,
+  );
+  assert.equal(adopter.url, record.url);
+  const restarted = readGatewayRecord(stateDir);
+  assert.equal(restarted?.process.pid, adopter.pid);
+  await adopter.stop();
+  assert.equal(restarted !== null && isRunning(restarted.process), false);
 });

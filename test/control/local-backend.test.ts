@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { identifyProcess, isRunning } from '../../src/core/process-identity.ts';
@@ -15,6 +15,7 @@ import { LocalBackend, replicaFolder } from '../../src/control/backends/local/lo
 import type { ReplicaEvent } from '../../src/control/backends/backend.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 import { until } from '../helpers/until.ts';
+import { mlpWorkerSpec } from '../worker/mlp-worker-spec.ts';
 
 test('the same replica id started by two platforms gets two folders', () => {
   assert.notEqual(
@@ -143,4 +144,46 @@ test('a running worker that never said where it listens is stopped, not adopted'
   assert.deepEqual(backend.survivors(), []);
   assert.equal(isRunning(identity), false);
   assert.equal(existsSync(folder), false);
+});
+
+test('a worker whose folder was removed while it started stops itself', async (t) => {
+  // A platform killed just after spawning a worker (a restart, a rollout) leaves a folder
+  // whose record the next start (or `kiln down`) may read before the worker writes it: it
+  // removes the folder as a worker gone, just as the worker records itself there. The
+  // worker, detached, must not go on loading and serving where nobody can find it.
+  const { spec, home } = await mlpWorkerSpec();
+  const runDir = join(home, 'run');
+  const backend = new LocalBackend({ runDir, detached: true });
+  await backend.init();
+  const { replicaId, endpoint, model, version, format, files, schema: declared } = spec;
+  const events: ReplicaEvent[] = [];
+  const handle = backend.start(
+    {
+      ...{ replicaId, endpoint, model, version, format, files, schema: declared },
+      revision: 'R',
+      slot: 0,
+      artifactsRoot: spec.artifactsRoot,
+      maxBodyBytes: spec.maxBodyBytes,
+      config: spec.config,
+      batching: spec.batching,
+      defaultTimeoutMs: spec.defaultTimeoutMs,
+    },
+    (event) => events.push(event),
+  );
+  t.after(() => handle.stop(5_000));
+  const folder = replicaFolder(runDir, replicaId, process.pid);
+  // The race's outcome: the scan saw no record, the worker wrote one, the scan removed all.
+  await until(() => existsSync(join(folder, 'worker.json')), 'the worker to record itself', 1);
+  await rm(folder, { recursive: true, force: true });
+  const deadline = Date.now() + 120_000;
+  while (!events.some((e) => e.kind === 'exited' || e.kind === 'ready')) {
+    assert.ok(Date.now() < deadline, 'timed out waiting for the worker to stop or be ready');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  assert.equal(
+    events.find((e) => e.kind === 'exited' || e.kind === 'ready')?.kind,
+    'exited',
+    'it stops: nobody could find it',
+  );
+  assert.equal(existsSync(folder), false, 'and leaves no folder behind');
 });

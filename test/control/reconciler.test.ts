@@ -539,3 +539,94 @@ test('uploading a blob that a replica failed on retries it at once; other blobs 
   reconciler.blobStored(first.launch.files[0]!.sha256);
   assert.equal(seen(reconciler, endpoints).replica.restartAt, restartAt);
 });
+
+test('a replica that served a while starts its backoff over: restarts long ago do not slow the next one', async (t) => {
+  const clock = new FakeClock();
+  const { backend, reconciler, endpoints } = await setup(t, { clock });
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 1 });
+  await until(() => backend.launched.length === 1, 'the first launch');
+  // Eight crashes, each after a day of serving: every one is a first failure.
+  for (let crash = 0; crash < 8; crash++) {
+    const entry = backend.launched.at(-1)!;
+    backend.ready(entry);
+    clock.advance(24 * 3600_000);
+    entry.emit({ kind: 'exited', code: null, signal: 'SIGKILL' });
+    const failed = seen(reconciler, endpoints).replica;
+    assert.equal(failed.restarts, crash, 'the count still counts every restart');
+    assert.equal(failed.restartAt, new Date(clock.now() + 500).toISOString(), `crash ${crash}`);
+    clock.advance(500);
+    await reconciler.trigger();
+    assert.equal(backend.launched.length, crash + 2);
+  }
+  // A failure that repeats, after a day of serving: its first wait (a minute), not ten.
+  const entry = backend.launched.at(-1)!;
+  backend.ready(entry);
+  clock.advance(24 * 3600_000);
+  entry.emit({ kind: 'failed', reason: corrupt, code: 'KILN_ARTIFACT_CORRUPT' });
+  backend.exit(entry);
+  assert.equal(
+    seen(reconciler, endpoints).replica.restartAt,
+    new Date(clock.now() + 60_000).toISOString(),
+  );
+  // Ready, and crashing again at once (a crash loop through ready): the backoff keeps growing.
+  clock.advance(60_000);
+  await reconciler.trigger();
+  for (const wait of [1_000, 2_000]) {
+    const looping = backend.launched.at(-1)!;
+    backend.ready(looping);
+    looping.emit({ kind: 'exited', code: null, signal: 'SIGKILL' });
+    assert.equal(
+      seen(reconciler, endpoints).replica.restartAt,
+      new Date(clock.now() + wait).toISOString(),
+    );
+    clock.advance(wait);
+    await reconciler.trigger();
+  }
+});
+
+test('an adopted replica of a version the endpoint left while the platform was down is routed as that version', async (t) => {
+  const { backend, firstPoll } = await setup(t, {
+    before: async (endpoints, backend, store) => {
+      await endpoints.deploy('e', { model: 'a', version: 1, replicas: 1 });
+      const revision = workerRevision((await store.getEndpoint('e'))!);
+      // Redeployed while no platform ran: the survivor serves the version before.
+      await endpoints.deploy('e', { model: 'a', version: 2, replicas: 1 });
+      const launch = { replicaId: 'e-v1-r0-4', endpoint: 'e', model: 'a', version: 1 };
+      return [backend.survivor({ ...launch, revision, slot: 0 } as ReplicaLaunch)];
+    },
+  });
+  // It keeps the traffic until version 2 is ready, described as what it is: an xgboost
+  // model (the gateway checks inputs by format), not the default.
+  const first = await firstPoll;
+  const route = first?.endpoints[0];
+  assert.deepEqual(
+    route?.replicas.map((r) => r.id),
+    ['e-v1-r0-4'],
+  );
+  assert.equal(route?.version, 1);
+  assert.equal(route?.format, 'xgboost');
+  await until(() => backend.launched.length === 2, 'version 2 started');
+});
+
+test('of two survivors in one slot, the one started last is adopted and the other stopped', async (t) => {
+  // Killed while a slot's old replica drained beside its successor: both still run. The
+  // draining one is on its way out (and out of the gateway's routing); the successor stays.
+  const stopped: string[] = [];
+  const { routed } = await setup(t, {
+    before: async (endpoints, backend, store) => {
+      await endpoints.deploy('e', { model: 'a', version: 1, replicas: 1 });
+      const revision = workerRevision((await store.getEndpoint('e'))!);
+      const launch = { endpoint: 'e', model: 'a', version: 1, revision, slot: 0 };
+      return ['e-v1-r0-3', 'e-v1-r0-5'].map((replicaId) => ({
+        ...backend.survivor({ ...launch, replicaId } as ReplicaLaunch),
+        stop: () => {
+          stopped.push(replicaId);
+          return Promise.resolve();
+        },
+      }));
+    },
+  });
+  await until(() => routed().length > 0, 'the first snapshot');
+  assert.deepEqual(routed(), ['e-v1-r0-5']);
+  assert.deepEqual(stopped, ['e-v1-r0-3']);
+});
