@@ -43,21 +43,32 @@ export async function stopHome(
   let lock: HomeLock | null = first instanceof HomeInUseError ? null : first;
   let platformPid: number | null = null;
   if (first instanceof HomeInUseError) {
-    const pid = first.pid;
-    if (pid === null)
-      throw new StopHomeError(`the platform serving ${home} did not record its pid`);
-    platformPid = pid;
-    signalPlatform(pid, 'SIGTERM');
+    const holder = first.holder;
+    // Signalled only while its start mark still names it: the record of a platform that just
+    // died (another starting in its place, or another `kiln down`, which records nothing)
+    // must never send a signal to whatever reuses its pid. Then the lock is simply awaited.
+    if (holder !== null && isRunning(holder)) {
+      platformPid = holder.pid;
+      signalPlatform(holder.pid, 'SIGTERM');
+    }
     lock = await waitForLock(home, timeoutMs);
-    if (lock === null) {
+    if (lock === null && platformPid !== null && holder !== null && isRunning(holder)) {
       // It would not stop in time: end it; what it leaves is swept below.
-      signalPlatform(pid, 'SIGKILL');
+      signalPlatform(holder.pid, 'SIGKILL');
       lock = await waitForLock(home, 10_000);
     }
-    if (lock === null)
-      throw new StopHomeError(`the platform serving ${home} (pid ${pid}) did not stop`);
+    if (lock === null) {
+      throw new StopHomeError(
+        platformPid === null
+          ? `${home} is held by a process that did not record itself (a platform starting, or another kiln down)`
+          : `the platform serving ${home} (pid ${platformPid}) did not stop`,
+      );
+    }
   }
   try {
+    // Whatever platform.pid names is not the lock's holder (we are): a record left by a
+    // platform that died. Gone, so no later `kiln down` or message names that pid.
+    await rm(join(home, 'run', 'platform.pid'), { force: true });
     const leftovers = await stopLeftovers(home);
     if (platformPid !== null) return { kind: 'platform', pid: platformPid, leftovers };
     return leftovers.gateway || leftovers.workers > 0
@@ -91,7 +102,7 @@ async function stopLeftovers(home: string): Promise<Leftovers> {
 
 function tryLock(home: string): HomeLock | HomeInUseError {
   try {
-    return lockHome(home);
+    return lockHome(home, { announce: false });
   } catch (error) {
     if (error instanceof HomeInUseError) return error;
     throw error;

@@ -11,6 +11,8 @@ import { createInterface } from 'node:readline';
 import { writeFile, mkdir } from 'node:fs/promises';
 import { HomeInUseError, lockHome } from '../../src/control/home-lock.ts';
 import { startPlatform } from '../../src/control/start-platform.ts';
+import { StopHomeError, stopHome } from '../../src/control/stop-home.ts';
+import { identifyProcess, isRunning } from '../../src/core/process-identity.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 
 const moduleUrl = new URL('../../src/control/home-lock.ts', import.meta.url).href;
@@ -69,4 +71,37 @@ test('a platform that fails to start gives the home back', async () => {
     /EEXIST|ENOTDIR/,
   );
   lockHome(home).release();
+});
+
+test('kiln down holds the home without recording itself, and signals a recorded pid only while its start mark matches', async (t) => {
+  const home = await tempDir();
+  // A process that merely reuses the pid a dead platform recorded.
+  const stranger = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], {
+    stdio: 'ignore',
+  });
+  const strangerGone = new Promise<void>((resolve) => stranger.once('exit', () => resolve()));
+  t.after(() => (stranger.kill('SIGKILL'), strangerGone));
+  const strangerPid = stranger.pid ?? 0;
+  const strangerIdentity = identifyProcess(strangerPid);
+  assert.ok(strangerIdentity !== null);
+
+  // What `kiln down` takes: the lock, and no platform.pid.
+  const quiet = lockHome(home, { announce: false });
+  assert.equal(existsSync(join(home, 'run', 'platform.pid')), false);
+  assert.throws(
+    () => lockHome(home),
+    (error: unknown) => error instanceof HomeInUseError && error.holder === null,
+  );
+  // A dead platform's record, whose pid now names the stranger.
+  await writeFile(
+    join(home, 'run', 'platform.pid'),
+    `${strangerPid} ${strangerIdentity.startMark}-of-the-dead-platform\n`,
+  );
+  await assert.rejects(stopHome(home, { timeoutMs: 200 }), StopHomeError);
+  assert.ok(isRunning(strangerIdentity), 'the stranger was not signalled');
+  quiet.release();
+  // Once the lock is free, kiln down takes it and clears the stale record.
+  assert.deepEqual(await stopHome(home), { kind: 'nothing' });
+  assert.equal(existsSync(join(home, 'run', 'platform.pid')), false);
+  assert.ok(isRunning(strangerIdentity));
 });
