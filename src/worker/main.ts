@@ -8,7 +8,7 @@
 
 import { existsSync, fstatSync, renameSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { identifyProcess } from '../core/process-identity.ts';
 import { readWorkerSpec, workerRecordFile, type WorkerEvent } from './worker-spec.ts';
 import { startWorker } from './start-worker.ts';
@@ -26,6 +26,7 @@ const me = identifyProcess(process.pid);
 // model's feature names (what a platform adopting this worker cannot read from its stdout).
 let recorded: Record<string, unknown> = {};
 let hasRecord = false;
+const startedFromFolder = resolve(dirname(specPath)) === resolve(spec.workDir);
 const record = (more: Record<string, unknown>): void => {
   recorded = { ...recorded, ...more };
   if (me === null) return;
@@ -41,7 +42,9 @@ const record = (more: Record<string, unknown>): void => {
     renameSync(`${path}.tmp`, path);
     hasRecord = true;
   } catch (error) {
-    if ((error as { code?: unknown }).code === 'ENOENT') stop();
+    // No folder: gone only if it was there, i.e. this worker was started from a spec in it
+    // (as a platform starts its workers); a worker given a folder to make gets it later.
+    if ((error as { code?: unknown }).code === 'ENOENT' && (hasRecord || startedFromFolder)) stop();
   }
 };
 const emit = (event: WorkerEvent): void => {
