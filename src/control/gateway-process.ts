@@ -12,8 +12,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { systemClock, type Clock } from '../core/clock.ts';
 import { isRunning, stopProcess, type ProcessIdentity } from '../core/process-identity.ts';
 import { readGatewayRecord } from '../gateway/gateway-record.ts';
+import { backoffResetAfterMs } from './replica-plan.ts';
 
 const gatewayEntry = fileURLToPath(new URL('../gateway/main.ts', import.meta.url));
 
@@ -30,6 +32,8 @@ export interface GatewayProcessOptions {
    * stops when this process's end of its stdin closes.
    */
   readonly controlUrlFile?: string;
+  /** For the restart backoff's reset (default: the system clock). */
+  readonly clock?: Clock;
 }
 
 export class GatewayProcess {
@@ -39,9 +43,20 @@ export class GatewayProcess {
   private adoptedWatch: NodeJS.Timeout | null = null;
   private stopping = false;
   private restarts = 0;
+  /** When the running gateway started listening (or was adopted); null while none runs. */
+  private upSinceMs: number | null = null;
   url = '';
 
   constructor(private readonly options: GatewayProcessOptions) {}
+
+  /** Restarts in a row so far: what the next restart's backoff doubles from. */
+  get restartsInARow(): number {
+    return this.restarts;
+  }
+
+  private now(): number {
+    return (this.options.clock ?? systemClock).now();
+  }
 
   /** The pid of the gateway process, if one runs. */
   get pid(): number | null {
@@ -63,6 +78,7 @@ export class GatewayProcess {
     if (placed && (await answers(record.url))) {
       this.adopted = record.process;
       this.url = record.url;
+      this.upSinceMs = this.now();
       const identity = record.process;
       // Not our child: no 'exit' event comes, so look for the pid going away.
       this.adoptedWatch = setInterval(() => {
@@ -140,6 +156,7 @@ export class GatewayProcess {
           if (event.event === 'listening' && typeof event.url === 'string') {
             listening = true;
             this.url = event.url;
+            this.upSinceMs = this.now();
             resolve(event.url);
           }
         } catch {
@@ -168,6 +185,11 @@ export class GatewayProcess {
   /** Starts the gateway again after a backoff; a failed restart schedules the next one. */
   private restartLater(why: string): void {
     if (this.stopping) return;
+    // A gateway that served a good while before it died starts its backoff over, as a
+    // replica does (replica-plan.ts): a crash a week must not wait as long as a crash loop.
+    if (this.upSinceMs !== null && this.now() - this.upSinceMs >= backoffResetAfterMs)
+      this.restarts = 0;
+    this.upSinceMs = null;
     this.restarts += 1;
     const delayMs = Math.min(30_000, 250 * 2 ** Math.min(this.restarts, 7));
     process.stderr.write(`${why}; restarting in ${delayMs} ms\n`);

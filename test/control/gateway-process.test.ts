@@ -14,7 +14,8 @@ import { join } from 'node:path';
 import { isRunning } from '../../src/core/process-identity.ts';
 import { GatewayProcess } from '../../src/control/gateway-process.ts';
 import { readGatewayRecord } from '../../src/gateway/gateway-record.ts';
-import { tempDir } from '../helpers/temp-dir.ts';
+import { backoffResetAfterMs } from '../../src/control/replica-plan.ts';
+import { FakeClock, tempDir } from '../helpers/temp-dir.ts';
 import { until } from '../helpers/until.ts';
 
 async function setup() {
@@ -126,4 +127,41 @@ test('an adopted gateway that dies is started again where it listened', async ()
   assert.equal(restarted?.process.pid, adopter.pid);
   await adopter.stop();
   assert.equal(restarted !== null && isRunning(restarted.process), false);
+});
+
+test('the gateway restart backoff starts over after it served a good while, as a replica does', async (t) => {
+  const { stateDir, controlUrlFile } = await setup();
+  const clock = new FakeClock();
+  const gateway = new GatewayProcess({
+    controlUrl: 'http://127.0.0.1:9',
+    controlToken: null,
+    host: '127.0.0.1',
+    port: 0,
+    stateDir,
+    controlUrlFile,
+    clock,
+  });
+  t.after(() => gateway.stop());
+  const url = await gateway.start();
+  /** Kills the running gateway outright and waits for the one started in its place. */
+  const crash = async (): Promise<void> => {
+    const pid = gateway.pid;
+    assert.ok(pid !== null);
+    process.kill(pid, 'SIGKILL');
+    await until(
+      () =>
+        gateway.pid !== null &&
+        gateway.pid !== pid &&
+        readGatewayRecord(stateDir)?.process.pid === gateway.pid,
+      'the gateway started again',
+    );
+    assert.equal(gateway.url, url, 'where it listened');
+  };
+  await crash();
+  assert.equal(gateway.restartsInARow, 1);
+  await crash(); // a crash loop: the backoff keeps doubling
+  assert.equal(gateway.restartsInARow, 2);
+  clock.advance(backoffResetAfterMs); // then it served ten minutes
+  await crash();
+  assert.equal(gateway.restartsInARow, 1);
 });
