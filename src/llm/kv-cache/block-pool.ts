@@ -14,6 +14,14 @@
 //
 //   free stack: [b7, b3, b9, …]  ──allocate──▶ refCount[b] = 1
 //   retain(b): refCount[b] += 1      release(b): refCount[b] -= 1; at 0 back on the stack
+//
+// Prefix caching (prefix-cache.ts) marks full, computed blocks as cached. A cached block whose
+// last owner lets go keeps its keys and values and goes to the tail of an LRU list instead of
+// the stack; `allocate` takes from the stack first and only then evicts the LRU head (telling
+// the evict listener, so the cache forgets its hash). Evictable blocks count as free:
+//
+//   free stack ∪ LRU evictable = free;  free + used = total
+//   LRU: head (least recently released, evicted first) ⇄ … ⇄ tail (just released)
 
 export interface KvCacheShape {
   readonly numLayers: number;
@@ -26,7 +34,10 @@ export interface KvCacheShape {
 export interface BlockPoolStats {
   readonly totalBlocks: number;
   readonly usedBlocks: number;
+  /** Blocks no sequence holds, evictable cached ones included. */
   readonly freeBlocks: number;
+  /** Free blocks that still hold a cached prefix (evicted LRU when the stack runs dry). */
+  readonly evictableBlocks: number;
   /** usedBlocks ÷ totalBlocks. */
   readonly utilization: number;
 }
@@ -47,6 +58,15 @@ export class BlockPool {
   /** Free block ids; the top of the stack is at freeCount − 1. */
   private readonly freeStack: Int32Array;
   private freeCount: number;
+  /** 1 where the block is in the prefix cache (holds a registered full block). */
+  private readonly cached: Uint8Array;
+  /** The LRU list of cached blocks with no owner, linked through two arrays (−1 = none). */
+  private readonly lruPrevious: Int32Array;
+  private readonly lruNext: Int32Array;
+  private lruHead = -1;
+  private lruTail = -1;
+  private evictableCount = 0;
+  private evictListener: ((block: number) => void) | null = null;
 
   constructor(
     readonly shape: KvCacheShape,
@@ -67,6 +87,9 @@ export class BlockPool {
     // Lowest ids on top, so a fresh pool hands out 0, 1, 2, …
     for (let i = 0; i < numBlocks; i++) this.freeStack[i] = numBlocks - 1 - i;
     this.freeCount = numBlocks;
+    this.cached = new Uint8Array(numBlocks);
+    this.lruPrevious = new Int32Array(numBlocks).fill(-1);
+    this.lruNext = new Int32Array(numBlocks).fill(-1);
   }
 
   /** As many blocks as `budgetBytes` holds (at least one), or null when not even one fits. */
@@ -75,13 +98,47 @@ export class BlockPool {
     return blocks >= 1 ? new BlockPool(shape, blocks) : null;
   }
 
-  /** A free block with reference count 1, or null when none is left. */
+  /**
+   * A free block with reference count 1, or null when none is left. Never-cached blocks go
+   * first; then the least recently released cached block is evicted (its hash forgotten).
+   */
   allocate(): number | null {
-    if (this.freeCount === 0) return null;
-    this.freeCount -= 1;
-    const block = this.freeStack[this.freeCount]!;
+    if (this.freeCount > 0) {
+      this.freeCount -= 1;
+      const block = this.freeStack[this.freeCount]!;
+      this.refCounts[block] = 1;
+      return block;
+    }
+    const block = this.lruHead;
+    if (block === -1) return null;
+    this.unlink(block);
+    this.cached[block] = 0;
     this.refCounts[block] = 1;
+    this.evictListener?.(block);
     return block;
+  }
+
+  /** Called with each cached block `allocate` evicts (one listener: the prefix cache). */
+  onEvict(listener: (block: number) => void): void {
+    if (this.evictListener !== null) throw new Error('this pool already has a prefix cache');
+    this.evictListener = listener;
+  }
+
+  /** Marks an owned block as cached: at reference count 0 it stays evictable, not cleared. */
+  markCached(block: number): void {
+    this.check(block);
+    this.cached[block] = 1;
+  }
+
+  isCached(block: number): boolean {
+    return this.cached[block] === 1;
+  }
+
+  /** Another owner for a cached block, taking it off the LRU list if it had none. */
+  retainCached(block: number): void {
+    if (this.cached[block] !== 1) throw new Error(`block ${block} is not cached`);
+    if (this.refCounts[block] === 0) this.unlink(block);
+    this.refCounts[block]! += 1;
   }
 
   /** Another owner for `block` (a forked sequence shares it). */
@@ -95,10 +152,38 @@ export class BlockPool {
     this.check(block);
     const count = this.refCounts[block]! - 1;
     this.refCounts[block] = count;
-    if (count === 0) {
+    if (count > 0) return;
+    if (this.cached[block] === 1) {
+      // Most recently used at the tail: evicted last.
+      this.lruPrevious[block] = this.lruTail;
+      this.lruNext[block] = -1;
+      if (this.lruTail === -1) this.lruHead = block;
+      else this.lruNext[this.lruTail] = block;
+      this.lruTail = block;
+      this.evictableCount += 1;
+    } else {
       this.freeStack[this.freeCount] = block;
       this.freeCount += 1;
     }
+  }
+
+  /** The evictable blocks, least recently released first (for tests and stats). */
+  evictionOrder(): number[] {
+    const order: number[] = [];
+    for (let block = this.lruHead; block !== -1; block = this.lruNext[block]!) order.push(block);
+    return order;
+  }
+
+  private unlink(block: number): void {
+    const previous = this.lruPrevious[block]!;
+    const next = this.lruNext[block]!;
+    if (previous === -1) this.lruHead = next;
+    else this.lruNext[previous] = next;
+    if (next === -1) this.lruTail = previous;
+    else this.lruPrevious[next] = previous;
+    this.lruPrevious[block] = -1;
+    this.lruNext[block] = -1;
+    this.evictableCount -= 1;
   }
 
   refCount(block: number): number {
@@ -116,16 +201,19 @@ export class BlockPool {
     }
   }
 
+  /** Blocks `allocate` can still hand out, evictable cached ones included. */
   get freeBlocks(): number {
-    return this.freeCount;
+    return this.freeCount + this.evictableCount;
   }
 
   stats(): BlockPoolStats {
-    const used = this.numBlocks - this.freeCount;
+    const free = this.freeCount + this.evictableCount;
+    const used = this.numBlocks - free;
     return {
       totalBlocks: this.numBlocks,
       usedBlocks: used,
-      freeBlocks: this.freeCount,
+      freeBlocks: free,
+      evictableBlocks: this.evictableCount,
       utilization: used / this.numBlocks,
     };
   }

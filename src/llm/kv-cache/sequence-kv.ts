@@ -20,6 +20,26 @@ export class SequenceKv {
 
   constructor(readonly pool: BlockPool) {}
 
+  /**
+   * A sequence that starts from cached prefix blocks (`PrefixCache.lookup`), taking over the
+   * references the lookup retained: it holds `numTokens` positions already and the model
+   * computes only the rest of the prompt.
+   */
+  static fromPrefix(
+    pool: BlockPool,
+    prefix: { readonly blocks: readonly number[]; readonly numTokens: number },
+  ): SequenceKv {
+    if (prefix.numTokens !== prefix.blocks.length * pool.blockSize)
+      throw new RangeError(
+        `a cached prefix is whole blocks: ${prefix.numTokens} positions in ${prefix.blocks.length}`,
+      );
+    const sequence = new SequenceKv(pool);
+    sequence.table.push(...prefix.blocks);
+    sequence.tokens = prefix.numTokens;
+    sequence.reservedEnd = prefix.numTokens;
+    return sequence;
+  }
+
   /** Token positions whose keys and values are in the cache. */
   get numTokens(): number {
     return this.tokens;
@@ -109,11 +129,15 @@ export class SequenceKv {
     return child;
   }
 
-  /** Gives every block back (shared ones only lose an owner). Idempotent. */
+  /**
+   * Gives every block back (shared ones only lose an owner). Idempotent. Last block first, so
+   * that cached blocks reach the pool's LRU list tail-first and a prefix's deeper blocks are
+   * evicted before its first ones (a lookup stops at the first missing block).
+   */
   release(): void {
     if (this.released) return;
     this.released = true;
-    for (const block of this.table) this.pool.release(block);
+    for (let i = this.table.length - 1; i >= 0; i--) this.pool.release(this.table[i]!);
     this.table.length = 0;
     this.tokens = 0;
     this.reservedEnd = 0;

@@ -45,6 +45,7 @@ test('a pool sized from a budget; blocks handed out, shared, and freed by refere
     totalBlocks: 3,
     usedBlocks: 2,
     freeBlocks: 1,
+    evictableBlocks: 0,
     utilization: 2 / 3,
   });
 });
