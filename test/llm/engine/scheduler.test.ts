@@ -298,6 +298,8 @@ test('a stopped sequence ends with reason stop and frees its blocks', () => {
 });
 
 test('property: random arrivals, lengths, stops and cancellations keep every invariant', () => {
+  // How often each path ran over all seeds, so the test shows it covered them.
+  const seen = { preempted: 0, kvCacheFull: 0, stop: 0, length: 0, cancelled: 0, rejected: 0 };
   for (let seed = 1; seed <= 40; seed++) {
     const random = createRandom(seed);
     const options = { maxNumTokensPerStep: 1 + random.int(32), maxNumSeqs: 1 + random.int(6) };
@@ -356,6 +358,7 @@ test('property: random arrivals, lengths, stops and cancellations keep every inv
         assert.equal(kv.positions.get(s.seqId), s.startPosition + s.numTokens);
       }
       for (const id of plan.preempted) {
+        seen.preempted += 1;
         assert.equal(scheduler.inspect(id)?.state, 'waiting');
         assert.equal(kv.positions.has(id), false);
       }
@@ -396,5 +399,12 @@ test('property: random arrivals, lengths, stops and cancellations keep every inv
     assert.deepEqual(live(), [], `every request ended (seed ${seed})`);
     assert.equal(kv.numUsedBlocks, 0);
     assert.ok(requested.size > 100);
+    for (const how of outcome.values()) {
+      if (how === 'kv_cache_full') seen.kvCacheFull += 1;
+      else if (how === 'stop' || how === 'length' || how === 'cancelled' || how === 'rejected')
+        seen[how] += 1;
+    }
   }
+  console.log(`scheduler property test: ${JSON.stringify(seen)}`);
+  for (const [path, count] of Object.entries(seen)) assert.ok(count > 0, `${path} never ran`);
 });
