@@ -1,0 +1,21 @@
+// The scheduler's narrow view of KV memory: how many blocks exist and are free, and whether a
+// sequence can grow by some token positions. It knows nothing of layers, slots or prefix
+// sharing, so the scheduler stays a pure policy that tests drive with a fake, and the real
+// block pool (kv-cache/, with prefix caching) is adapted to it in one place later.
+//
+//   append(seq, n): positions numTokens(seq) … numTokens(seq) + n − 1 get room, all or nothing
+//   free(seq):      every block of seq back to the pool (idempotent; unknown seq: no-op)
+
+export interface KvAllocator {
+  /** Token positions per block. */
+  readonly blockSize: number;
+  /** Blocks the pool holds in all (the whole KV budget). */
+  readonly numTotalBlocks: number;
+  readonly numFreeBlocks: number;
+  /** Whether `append(seqId, numTokens)` would succeed now (no change). */
+  canAppend(seqId: string, numTokens: number): boolean;
+  /** Makes room for `numTokens` more positions of `seqId`; false (and no change) when it can't. */
+  append(seqId: string, numTokens: number): boolean;
+  /** Gives back every block of `seqId` at once. Idempotent. */
+  free(seqId: string): void;
+}
