@@ -12,6 +12,7 @@ import { adminTokenPath } from '../core/admin-token-file.ts';
 import type { Clock } from '../core/clock.ts';
 import type { TokenRecord, TokenRole } from '../store/access-records.ts';
 import type { Store } from '../store/store.ts';
+import { controlTokenFile } from '../gateway/gateway-record.ts';
 
 const tokenPrefix = 'kiln_ct_';
 
@@ -76,7 +77,7 @@ export async function checkToken(
 }
 
 export function gatewayTokenPath(home: string): string {
-  return join(home, 'gateway', 'control.token');
+  return controlTokenFile(join(home, 'gateway'));
 }
 
 /**

@@ -55,38 +55,27 @@ export function readGatewayRecord(stateDir: string): GatewayRecord | null {
 }
 
 /**
- * The control plane's URL as a function of a file holding it (`<home>/run/platform.url`,
- * rewritten by every `kiln up`): read at each call, the last good value kept when the file is
- * missing or empty (a control plane down, or not yet listening).
+ * A value kept in a file that another process rewrites, as a function read at each call: the
+ * last non-empty content, else `initial` while the file is missing or empty. The gateway
+ * reads the control plane's URL (`<home>/run/platform.url`, rewritten by every `kiln up`)
+ * and its bearer token (`{stateDir}/control.token`, replaced by a platform when it no longer
+ * checks) this way before every poll, so a gateway that outlived its platform follows the
+ * next one.
  */
-export function controlUrlFromFile(path: string, initial: string): () => string {
+export function fileValue(path: string, initial: string): () => string {
   let last = initial;
   return () => {
     try {
-      const url = readFileSync(path, 'utf8').trim();
-      if (url !== '') last = url;
+      const value = readFileSync(path, 'utf8').trim();
+      if (value !== '') last = value;
     } catch {
-      // keep the last one
+      // keep the last one (a control plane down or not yet listening; no token in --dev)
     }
     return last;
   };
 }
 
-/**
- * The gateway's bearer token for its snapshot polls, read at each call from
- * `{stateDir}/control.token` (`kiln up` keeps it there and replaces it when it no longer
- * checks, so an adopted gateway follows the platform that adopted it); `fallback` (the token
- * it was started with) until the file holds one.
- */
-export function controlTokenReader(stateDir: string, fallback: string): () => string {
-  let last = fallback;
-  return () => {
-    try {
-      const token = readFileSync(join(stateDir, 'control.token'), 'utf8').trim();
-      if (token !== '') last = token;
-    } catch {
-      // keep the last one (none in --dev)
-    }
-    return last;
-  };
+/** Where the gateway's control-plane token is kept, in its state folder. */
+export function controlTokenFile(stateDir: string): string {
+  return join(stateDir, 'control.token');
 }

@@ -15,8 +15,8 @@
 
 import { parseArgs } from 'node:util';
 import {
-  controlTokenReader,
-  controlUrlFromFile,
+  controlTokenFile,
+  fileValue,
   removeGatewayRecord,
   writeGatewayRecord,
 } from './gateway-record.ts';
@@ -43,7 +43,7 @@ const controlUrlFile = values['control-url-file'];
 const controlUrl =
   controlUrlFile === undefined
     ? (values['control-url'] ?? fail('--control-url or --control-url-file is required'))
-    : controlUrlFromFile(controlUrlFile, values['control-url'] ?? 'http://127.0.0.1:8080');
+    : fileValue(controlUrlFile, values['control-url'] ?? 'http://127.0.0.1:8080');
 const stateDir = values['state-dir'] ?? fail('--state-dir is required');
 const port = Number(values.port);
 if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`bad --port ${values.port}`);
@@ -61,7 +61,7 @@ try {
     port,
     stateDir,
     logger: values.log,
-    controlToken: controlTokenReader(stateDir, process.env.KILN_CONTROL_TOKEN ?? ''),
+    controlToken: fileValue(controlTokenFile(stateDir), process.env.KILN_CONTROL_TOKEN ?? ''),
   });
 } catch (error) {
   // Tell the supervisor why (e.g. EADDRINUSE) instead of dying with a stack trace.

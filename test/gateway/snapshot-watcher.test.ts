@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { startGateway, type RunningGateway } from '../../src/gateway/start-gateway.ts';
 import type { RoutingSnapshot } from '../../src/gateway/routing-snapshot.ts';
-import { controlTokenReader } from '../../src/gateway/gateway-record.ts';
+import { controlTokenFile, fileValue } from '../../src/gateway/gateway-record.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
 import {
   call,
@@ -226,7 +226,7 @@ test('each poll sends the token of the moment: a gateway follows the token file 
   const control = await fakeControlPlane(null);
   const stateDir = await tempDir('kiln-gateway-state-');
   // No file yet: the token it was started with.
-  const token = controlTokenReader(stateDir, 'kiln_ct_started-with');
+  const token = fileValue(controlTokenFile(stateDir), 'kiln_ct_started-with');
   const gateway = await startGateway({
     controlUrl: control.url,
     controlToken: token,
@@ -243,7 +243,7 @@ test('each poll sends the token of the moment: a gateway follows the token file 
       'a poll with the starting token',
     );
     // A restarted platform replaced the token (the old one was revoked).
-    await writeFile(join(stateDir, 'control.token'), 'kiln_ct_replaced\n', { mode: 0o600 });
+    await writeFile(controlTokenFile(stateDir), 'kiln_ct_replaced\n', { mode: 0o600 });
     control.releaseHeld();
     await eventually(
       () => control.authorizations.at(-1) === 'Bearer kiln_ct_replaced',
