@@ -1,6 +1,7 @@
 // Persisted serving state: endpoints (desired state for the reconciler), API keys and
 // per-team rate limits.
 
+import type { LlmServingConfig } from '../llm/serving/llm-serving-config.ts';
 import type { RuntimeConfig } from '../runtimes/runtime.ts';
 
 /** Dynamic batching in the worker (Triton's dynamic batcher, in shape). */
@@ -24,6 +25,8 @@ export interface EndpointConfig extends RuntimeConfig {
   readonly timeoutMs?: number;
   /** Most requests the gateway lets in flight to this endpoint at once (beyond: 429). */
   readonly maxConcurrency?: number;
+  /** hf-llm endpoints: the engine's and the streams' settings (llm-serving-config.ts). */
+  readonly llm?: LlmServingConfig;
 }
 
 export interface EndpointRecord {

@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises';
 import type { ModelSchema } from '../core/tensor.ts';
 import type { ModelFormat } from '../registry/formats/artifact-file.ts';
 import type { ManifestFile } from '../registry/manifest.ts';
+import type { LlmServingConfig } from '../llm/serving/llm-serving-config.ts';
 import type { RuntimeConfig } from '../runtimes/runtime.ts';
 import type { BatchingConfig } from '../store/serving-records.ts';
 
@@ -36,6 +37,8 @@ export interface WorkerSpec {
   readonly batching: BatchingConfig | null;
   /** Deadline of a request without a `kiln-timeout-ms` header, in ms; null = none. */
   readonly defaultTimeoutMs: number | null;
+  /** An hf-llm endpoint's serving settings (defaults filled by the worker); absent otherwise. */
+  readonly llm?: LlmServingConfig | null;
 }
 
 /**
