@@ -220,6 +220,6 @@ void test('endpoints show: the LLM settings with the defaults filled in, the Ope
 void test("kiln up --dev prints the README's streamed chat curl line", () => {
   assert.equal(
     llmChatCurl('http://127.0.0.1:8000'),
-    `curl -N http://127.0.0.1:8000/v1/chat/completions -H 'content-type: application/json' -d '{"model":"tiny-llm","messages":[{"role":"user","content":"What does the GPL protect?"}],"max_tokens":32,"stream":true}'`,
+    `curl -N http://127.0.0.1:8000/v1/chat/completions -H 'content-type: application/json' -d '{"model":"tiny-llm","messages":[{"role":"user","content":"What does the GPL protect?"}],"max_tokens":32,"temperature":0,"stream":true}'`,
   );
 });

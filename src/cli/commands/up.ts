@@ -186,6 +186,7 @@ export function llmChatCurl(gatewayUrl: string): string {
     model: 'tiny-llm',
     messages: [{ role: 'user', content: 'What does the GPL protect?' }],
     max_tokens: 32,
+    temperature: 0,
     stream: true,
   });
   return `curl -N ${gatewayUrl}/v1/chat/completions -H 'content-type: application/json' -d '${body}'`;
