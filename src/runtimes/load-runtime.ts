@@ -5,7 +5,7 @@ import type { LoadOutcome, RuntimeLoadOptions } from './runtime.ts';
 import type { ModelFormat } from '../registry/formats/artifact-file.ts';
 
 /** Formats a worker can serve today. */
-export const servableFormats: readonly ModelFormat[] = ['xgboost', 'lightgbm', 'onnx'];
+export const servableFormats: readonly ModelFormat[] = ['xgboost', 'lightgbm', 'onnx', 'hf-llm'];
 
 export async function loadRuntime(options: RuntimeLoadOptions): Promise<LoadOutcome> {
   switch (options.format) {

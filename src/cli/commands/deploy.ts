@@ -2,14 +2,21 @@
 // PUT; the control plane reconciles workers towards it), then, with --wait, poll it until
 // every replica is ready or --timeout-s passes. Batching flags (--max-batch, --max-delay-us,
 // --preferred-batch, --queue) turn batching on with those settings (the platform fills the
-// rest); --no-batching turns it off; neither leaves the runtime's default.
+// rest); --no-batching turns it off; neither leaves the runtime's default. LLM flags
+// (--kv-cache-bytes, --block-size, --max-seqs, --max-batched-tokens, --max-waiting,
+// --[no-]prefix-caching, --max-n, …) set the hf-llm engine's settings (`config.llm`);
+// --threads is per replica whatever the runtime: ONNX intra-op threads, or an hf-llm
+// version's engine threads (`llm.threads`) — the command reads the version's format first.
 //
 // Updating an endpoint changes only what the command line gives: replicas, team and serving
 // settings not given are the endpoint's current ones. (The API's PUT replaces the whole
 // endpoint; swapping a version with `kiln deploy m:2 --endpoint e` must not also scale a
-// 3-replica endpoint down to 1 or drop its batching settings.)
+// 3-replica endpoint down to 1 or drop its batching settings.) Settings of the other kind
+// of model are not carried over: an endpoint moved from an ONNX model to an LLM loses its
+// batching and ONNX threads, which the platform would refuse for an LLM.
 //
-//   GET the endpoint (404: a new one) ─► merge ─► PUT /api/v1/endpoints/{name}
+//   GET the version (its format) ─► GET the endpoint (404: a new one) ─► merge
+//     ─► PUT /api/v1/endpoints/{name}
 //     ─► print summary ─► [--wait: GET every 250 ms until ready]
 
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -22,14 +29,18 @@ import {
   type Endpoint,
   type EndpointConfig,
   type GraphOptimizationLevel,
+  type Model,
+  type ModelFormat,
+  type ModelVersion,
 } from '../api-types.ts';
 import { withClient } from '../context.ts';
 import { CliError, usageError } from '../errors.ts';
-import { apiPath } from '../http-client.ts';
+import { apiPath, type KilnClient } from '../http-client.ts';
+import { addLlmOptions, llmSettings, type LlmFlags } from './deploy-llm-flags.ts';
 import { printJson, writeOut } from '../output.ts';
 import { deploySummary, notReadyReason, readinessText } from './endpoints-render.ts';
 
-export interface DeployOptions {
+export interface DeployOptions extends LlmFlags {
   readonly endpoint: string;
   /** Absent: the endpoint's current count, or 1 for a new endpoint. */
   readonly replicas?: number;
@@ -55,7 +66,7 @@ export interface DeployOptions {
 export const waitIntervalMs = 250;
 
 export function registerDeployCommand(program: Command): void {
-  program
+  const deploy = program
     .command('deploy')
     .description('serve a model version on an endpoint (created, or updated in place)')
     .argument('<ref>', 'MODEL (latest version), MODEL:VERSION or MODEL@ALIAS')
@@ -69,7 +80,11 @@ export function registerDeployCommand(program: Command): void {
       '--team <team>',
       "team that owns the endpoint (default: unchanged; the model's team for a new one)",
     )
-    .option('--threads <n>', 'onnx: intra-op threads per replica (0 = default)', integerOption(0))
+    .option(
+      '--threads <n>',
+      'threads per replica: onnx intra-op threads (0 = default); hf-llm engine threads',
+      integerOption(0),
+    )
     .option('--inter-op-threads <n>', 'onnx: inter-op threads per replica', integerOption(0))
     .addOption(
       new Option('--graph-opt <level>', 'onnx: graph optimization level').choices(
@@ -99,19 +114,23 @@ export function registerDeployCommand(program: Command): void {
       '--max-concurrency <n>',
       'requests in flight per gateway; beyond it, 429',
       integerOption(1),
-    )
+    );
+  addLlmOptions(deploy)
     .option('--wait', 'wait until every replica is ready')
     .option('--timeout-s <seconds>', 'with --wait: give up after this long', integerOption(1), 120)
     .option('--json', 'print the endpoint as JSON')
     .action(async (text: string, options: DeployOptions, command: Command) => {
-      const given = deployBody(parseVersionRef(text), options);
+      const ref = parseVersionRef(text);
+      deployBody(ref, options); // usage errors before any call
       await withClient(command, async (client) => {
+        const format = await versionFormat(client, ref);
+        const given = deployBody(ref, options, format);
         const path = apiPath('endpoints', options.endpoint);
         const current = await client.get<Endpoint>(path).catch((error: unknown) => {
           if (error instanceof CliError && error.code === 'KILN_ENDPOINT_NOT_FOUND') return null;
           throw error;
         });
-        const body = current === null ? given : keepCurrent(given, current);
+        const body = current === null ? given : keepCurrent(given, current, format);
         let endpoint = await client.put<Endpoint>(path, body);
         if (options.json !== true) writeOut(deploySummary(endpoint));
         if (options.wait === true) {
@@ -128,12 +147,57 @@ export function registerDeployCommand(program: Command): void {
 }
 
 /**
+ * The format of the version a reference names, or null when it cannot be read (the PUT then
+ * says why: no such model, version or alias).
+ */
+export async function versionFormat(
+  client: KilnClient,
+  ref: VersionRef,
+): Promise<ModelFormat | null> {
+  try {
+    let segment: number | string;
+    if (ref.kind === 'latest') {
+      const model = await client.get<Model>(apiPath('models', ref.model));
+      if (model.latestVersion === null) return null;
+      segment = model.latestVersion;
+    } else segment = ref.kind === 'version' ? ref.version : ref.alias;
+    const version = await client.get<ModelVersion>(
+      apiPath('models', ref.model, 'versions', segment),
+    );
+    return version.format;
+  } catch (error) {
+    if (error instanceof CliError) return null;
+    throw error;
+  }
+}
+
+/** Settings of the ONNX runtime and the dynamic batcher: not for hf-llm versions. */
+const notForLlm = [
+  'intraOpThreads',
+  'interOpThreads',
+  'graphOptimizationLevel',
+  'batching',
+] as const;
+
+/**
  * The PUT body for an endpoint that exists: what the command line gave, and for the rest the
  * endpoint's current replicas, team and config. Batching settings given merge into the
- * current batching object (`--queue 512` keeps the current batch size).
+ * current batching object (`--queue 512` keeps the current batch size), LLM settings into
+ * the current `llm` object (`--max-seqs 8` keeps the current KV budget). Current settings
+ * that do not apply to the new version's `format` are dropped, given ones never (the
+ * platform refuses them, naming the field).
  */
-export function keepCurrent(given: DeployBody, current: Endpoint): DeployBody {
+export function keepCurrent(
+  given: DeployBody,
+  current: Endpoint,
+  format: ModelFormat | null = null,
+): DeployBody {
   const config: EndpointConfig = { ...(current.config as EndpointConfig), ...given.config };
+  if (given.config.llm !== undefined && current.config.llm !== undefined)
+    config.llm = { ...current.config.llm, ...given.config.llm };
+  if (format === 'hf-llm') {
+    for (const field of notForLlm) if (given.config[field] === undefined) delete config[field];
+  } else if (format !== null && given.config.llm === undefined) delete config.llm;
   const now = current.config.batching;
   if (given.config.batching !== undefined && given.config.batching !== null && now != null) {
     const merged: BatchingSettings = {
@@ -161,8 +225,15 @@ export function keepCurrent(given: DeployBody, current: Endpoint): DeployBody {
   };
 }
 
-/** The PUT body: version or alias from the reference (neither = latest); absent flags omitted. */
-export function deployBody(ref: VersionRef, options: Omit<DeployOptions, 'timeoutS'>): DeployBody {
+/**
+ * The PUT body: version or alias from the reference (neither = latest); absent flags omitted.
+ * `format` (the version's, when known) says where --threads goes.
+ */
+export function deployBody(
+  ref: VersionRef,
+  options: Omit<DeployOptions, 'timeoutS'>,
+  format: ModelFormat | null = null,
+): DeployBody {
   const body: DeployBody = { model: ref.model, config: {} };
   if (options.replicas !== undefined) body.replicas = options.replicas;
   switch (ref.kind) {
@@ -177,7 +248,11 @@ export function deployBody(ref: VersionRef, options: Omit<DeployOptions, 'timeou
   }
   if (options.team !== undefined) body.team = options.team;
   const config: EndpointConfig = body.config;
-  if (options.threads !== undefined) config.intraOpThreads = options.threads;
+  const llm = llmSettings(options);
+  if (options.threads !== undefined) {
+    if (format === 'hf-llm') llm.threads = options.threads;
+    else config.intraOpThreads = options.threads;
+  }
   if (options.interOpThreads !== undefined) config.interOpThreads = options.interOpThreads;
   if (options.graphOpt !== undefined) config.graphOptimizationLevel = options.graphOpt;
   if (options.maxBodyBytes !== undefined) config.maxBodyBytes = options.maxBodyBytes;
@@ -193,6 +268,7 @@ export function deployBody(ref: VersionRef, options: Omit<DeployOptions, 'timeou
   } else if (Object.keys(batching).length > 0) config.batching = batching;
   if (options.timeoutMs !== undefined) config.timeoutMs = options.timeoutMs;
   if (options.maxConcurrency !== undefined) config.maxConcurrency = options.maxConcurrency;
+  if (Object.keys(llm).length > 0) config.llm = llm;
   return body;
 }
 
