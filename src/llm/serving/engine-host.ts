@@ -74,7 +74,11 @@ export class EngineHost implements LlmEngine {
   /** First prompt block (as text) → the thread that last took a request starting with it. */
   private readonly affinity = new Map<string, number>();
   private nextJob = 1;
-  private readonly statsWaiters = new Map<number, (stats: EngineStats | null) => void>();
+  /** stats() calls waiting on a thread's answer (null: the thread is gone). */
+  private readonly statsWaiters = new Map<
+    number,
+    { readonly thread: EngineThread; readonly resolve: (stats: EngineStats | null) => void }
+  >();
   private closed = false;
 
   private constructor(
@@ -235,7 +239,7 @@ export class EngineHost implements LlmEngine {
           (thread) =>
             new Promise<EngineStats | null>((resolve) => {
               const job = this.nextJob++;
-              this.statsWaiters.set(job, resolve);
+              this.statsWaiters.set(job, { thread, resolve });
               this.post(thread, { type: 'stats', job });
             }),
         ),
@@ -263,7 +267,7 @@ export class EngineHost implements LlmEngine {
     if (this.closed) return;
     this.closed = true;
     this.requests.clear();
-    for (const resolve of this.statsWaiters.values()) resolve(null);
+    for (const waiter of this.statsWaiters.values()) waiter.resolve(null);
     this.statsWaiters.clear();
     await Promise.all(this.threads.map((t) => t.worker.terminate()));
   }
@@ -276,9 +280,9 @@ export class EngineHost implements LlmEngine {
   private onMessage(thread: EngineThread, message: EngineThreadMessage): void {
     if (this.closed) return;
     if (message.type === 'stats') {
-      const resolve = this.statsWaiters.get(message.job);
+      const waiter = this.statsWaiters.get(message.job);
       this.statsWaiters.delete(message.job);
-      resolve?.(message.stats);
+      waiter?.resolve(message.stats);
       return;
     }
     if (message.type !== 'step') return;
@@ -311,6 +315,11 @@ export class EngineHost implements LlmEngine {
   private lose(thread: EngineThread, why: string): void {
     if (thread.gone !== null || this.closed) return;
     thread.gone = why;
+    for (const [job, waiter] of this.statsWaiters)
+      if (waiter.thread === thread) {
+        this.statsWaiters.delete(job);
+        waiter.resolve(null);
+      }
     for (const requestId of [...thread.requests]) {
       const pending = this.requests.get(requestId);
       this.forget(requestId);
