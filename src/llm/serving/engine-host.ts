@@ -172,14 +172,15 @@ export class EngineHost implements LlmEngine {
         reason: 'too_long',
         message: `the prompt's ${request.promptTokens.length} tokens exceed the KV cache's ${limits.kvCapacityTokens} positions`,
       };
-    const key = this.affinityKey(request.promptTokens);
-    const thread = this.pick(live, key);
-    if (this.waitingOn(thread) >= this.options.maxWaiting)
+    // maxWaiting bounds the engine's queue, all threads together.
+    if (this.load().waiting >= this.options.maxWaiting)
       return {
         ok: false,
         reason: 'queue_full',
         message: `${this.options.maxWaiting} requests are already waiting`,
       };
+    const key = this.affinityKey(request.promptTokens);
+    const thread = this.pick(live, key);
     if (key !== null) {
       this.affinity.delete(key);
       this.affinity.set(key, thread.index);
