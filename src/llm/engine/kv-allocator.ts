@@ -5,6 +5,9 @@
 //
 //   append(seq, n): positions numTokens(seq) … numTokens(seq) + n − 1 get room, all or nothing
 //   free(seq):      every block of seq back to the pool (idempotent; unknown seq: no-op)
+//   admit(seq, n):  (optional) seq is about to be admitted with n tokens; the allocator may
+//                   already hold its first k positions (prefix cache): it takes them for seq
+//                   and answers k (block-aligned, ≤ n − 1); free(seq) undoes it
 
 export interface KvAllocator {
   /** Token positions per block. */
@@ -18,4 +21,11 @@ export interface KvAllocator {
   append(seqId: string, numTokens: number): boolean;
   /** Gives back every block of `seqId` at once. Idempotent. */
   free(seqId: string): void;
+  /**
+   * Called when `seqId` (holding no blocks) is about to be admitted with `numTokens` tokens
+   * (prompt + output so far). Answers how many leading positions the allocator already holds
+   * for it (a prefix-cache hit, now owned by `seqId`): a multiple of blockSize, ≤ numTokens −
+   * 1. Absent: 0. If the admission then fails, `free(seqId)` gives them back.
+   */
+  admit?(seqId: string, numTokens: number): number;
 }

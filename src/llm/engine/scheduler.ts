@@ -36,15 +36,34 @@
 // priority — and recomputes prompt + output before it samples again.
 // Priority: lower number first; FCFS within a priority. Rejection (a prompt larger than the
 // whole KV budget), allocation failure and unknown ids are values, never exceptions.
+//
+// Prefix caching: at every admission (the first, and after a preemption, for prompt + output
+// so far) the allocator may already hold the sequence's first k positions (`kv.admit`, a
+// prefix-cache hit): it then starts with numComputed = k and computes only the rest.
+//
+// Pause (backpressure from a slow reader): a paused sequence is never scheduled nor admitted;
+// a running one keeps its blocks. Paused sequences give way first: out of blocks, the
+// oldest-paused running sequence is preempted before any running one; and when paused
+// sequences hold more than maxPausedBlocks blocks together, the oldest-paused are preempted
+// until they do not (pausedEvictions). A paused sequence does not count against maxNumSeqs.
+// Resumed, it decodes again, or (preempted meanwhile) is admitted again at its place.
+//
+// Batching 'static' (only to measure continuous batching against): admission happens only
+// when nothing is running, and then takes up to maxNumSeqs sequences at once, their prefills
+// chunked under the budget over the next steps — a batch formed once and run to completion.
 
 import type { KvAllocator } from './kv-allocator.ts';
-import type { FinishedSeq, ScheduledSeq, StepPlan, StepResult } from './step-plan.ts';
+import type { AdmittedSeq, FinishedSeq, ScheduledSeq, StepPlan, StepResult } from './step-plan.ts';
 
 export interface SchedulerOptions {
   /** Tokens all scheduled sequences compute together in one step (≥ 1). */
   readonly maxNumTokensPerStep: number;
   /** Sequences in the running batch at once (≥ 1). */
   readonly maxNumSeqs: number;
+  /** Blocks paused sequences may hold together (≥ 0); default unbounded. */
+  readonly maxPausedBlocks?: number;
+  /** 'continuous' (default) or 'static': see the header. */
+  readonly batching?: 'continuous' | 'static';
 }
 
 export interface SchedulerRequest {
@@ -77,6 +96,9 @@ interface Seq {
   /** Positions whose keys and values are in the cache. */
   numComputed: number;
   state: SeqState;
+  paused: boolean;
+  /** When it was paused (a counter), for oldest-paused-first eviction. */
+  pausedAt: number;
 }
 
 /** Priority, then arrival: negative when `a` goes first. */
@@ -100,6 +122,7 @@ export class Scheduler {
   private readonly running: Seq[] = [];
   private readonly byId = new Map<string, Seq>();
   private arrivals = 0;
+  private pauses = 0;
   /** The last plan's entries, applied by onStepDone. */
   private inFlight: ScheduledSeq[] = [];
   /** Between schedule() and onStepDone(): the allocator is ahead of numComputed. */
@@ -109,9 +132,19 @@ export class Scheduler {
     private readonly kv: KvAllocator,
     readonly options: SchedulerOptions,
   ) {
-    for (const [name, value] of Object.entries(options))
+    for (const name of ['maxNumTokensPerStep', 'maxNumSeqs'] as const) {
+      const value = options[name];
       if (!Number.isInteger(value) || value < 1)
         throw new RangeError(`scheduler ${name} must be a whole number ≥ 1, not ${value}`);
+    }
+    const { maxPausedBlocks } = options;
+    if (
+      maxPausedBlocks !== undefined &&
+      !(Number.isInteger(maxPausedBlocks) && maxPausedBlocks >= 0)
+    )
+      throw new RangeError(
+        `scheduler maxPausedBlocks must be a whole number ≥ 0, not ${maxPausedBlocks}`,
+      );
   }
 
   /** Queues a request (waiting); a value says why it was not queued. */
@@ -155,6 +188,8 @@ export class Scheduler {
       numOutputTokens: 0,
       numComputed: 0,
       state: 'waiting',
+      paused: false,
+      pausedAt: 0,
     };
     this.byId.set(seqId, seq);
     insertSorted(this.waiting, seq);
@@ -169,6 +204,28 @@ export class Scheduler {
     return true;
   }
 
+  /**
+   * Stops scheduling a sequence (it keeps its blocks while running, within the paused-block
+   * budget); false when it is not known. Pausing a paused sequence changes nothing.
+   */
+  pause(seqId: string): boolean {
+    const seq = this.byId.get(seqId);
+    if (seq === undefined) return false;
+    if (!seq.paused) {
+      seq.paused = true;
+      seq.pausedAt = this.pauses++;
+    }
+    return true;
+  }
+
+  /** Lets a paused sequence run again; false when it is not known. */
+  resume(seqId: string): boolean {
+    const seq = this.byId.get(seqId);
+    if (seq === undefined) return false;
+    seq.paused = false;
+    return true;
+  }
+
   /** The next step's plan; call onStepDone with the step's results before the next one. */
   schedule(): StepPlan {
     // A second plan before the first is applied would count its chunks twice: a bug in the
@@ -177,8 +234,12 @@ export class Scheduler {
     this.stepOpen = true;
     const scheduled = new Map<Seq, ScheduledSeq>();
     const preempted: string[] = [];
+    const pausedEvictions: string[] = [];
+    const admitted: AdmittedSeq[] = [];
     const finished: FinishedSeq[] = [];
     let budget = this.options.maxNumTokensPerStep;
+    /** Whether a sequence was preempted for another's blocks (then no admission). */
+    let preemptedForSpace = false;
 
     const preempt = (victim: Seq): void => {
       const entry = scheduled.get(victim);
@@ -194,11 +255,34 @@ export class Scheduler {
       preempted.push(victim.seqId);
     };
 
-    // Plans `seq`'s next chunk, preempting the newest running sequences for blocks.
+    const oldestPausedRunning = (): Seq | undefined => {
+      let oldest: Seq | undefined;
+      for (const s of this.running)
+        if (s.paused && (oldest === undefined || s.pausedAt < oldest.pausedAt)) oldest = s;
+      return oldest;
+    };
+
+    // Paused sequences past their budget of blocks give them back, oldest-paused first.
+    const maxPausedBlocks = this.options.maxPausedBlocks ?? Number.POSITIVE_INFINITY;
+    while (this.numPausedBlocks > maxPausedBlocks) {
+      const victim = oldestPausedRunning()!;
+      preempt(victim);
+      pausedEvictions.push(victim.seqId);
+    }
+
+    // Plans `seq`'s next chunk, preempting paused sequences first, then the newest running
+    // ones, for blocks.
     const planRunning = (seq: Seq): void => {
       const numTokens = Math.min(numTokensOf(seq) - seq.numComputed, budget);
       if (numTokens < 1) return;
       while (!this.kv.append(seq.seqId, numTokens)) {
+        preemptedForSpace = true;
+        const paused = oldestPausedRunning();
+        if (paused !== undefined) {
+          preempt(paused);
+          pausedEvictions.push(paused.seqId);
+          continue;
+        }
         const newest = this.running[this.running.length - 1]!;
         if (newest !== seq) {
           preempt(newest);
@@ -219,26 +303,52 @@ export class Scheduler {
       scheduled.set(seq, this.entry(seq, numTokens));
     };
 
-    for (const seq of this.running.filter(isDecode)) if (seq.state === 'running') planRunning(seq);
+    const live = (s: Seq): boolean => s.state === 'running' && !s.paused;
+    for (const seq of this.running.filter(isDecode)) if (live(seq)) planRunning(seq);
     for (const seq of this.running.filter((s) => !isDecode(s)))
-      if (seq.state === 'running' && !scheduled.has(seq)) planRunning(seq);
+      if (live(seq) && !scheduled.has(seq)) planRunning(seq);
 
-    // No admission in a step that preempted: what was just freed would go to a newcomer that
-    // the next append may preempt again (vLLM v1 does the same).
+    // No admission in a step that preempted for space: what was just freed would go to a
+    // newcomer that the next append may preempt again (vLLM v1 does the same). Static
+    // batching admits only into an empty batch, and then fills it whatever the budget.
+    const isStatic = this.options.batching === 'static';
+    const admitting = !preemptedForSpace && (!isStatic || this.running.length === 0);
+    let index = 0;
     while (
-      preempted.length === 0 &&
-      budget > 0 &&
-      this.running.length < this.options.maxNumSeqs &&
-      this.waiting.length > 0
+      admitting &&
+      (isStatic || budget > 0) &&
+      this.numUnpausedRunning < this.options.maxNumSeqs &&
+      index < this.waiting.length
     ) {
-      const head = this.waiting[0]!;
-      const numTokens = Math.min(numTokensOf(head), budget);
-      if (!this.kv.append(head.seqId, numTokens)) break;
-      this.waiting.shift();
+      const head = this.waiting[index]!;
+      if (head.paused) {
+        index += 1;
+        continue;
+      }
+      const numCached = this.kv.admit?.(head.seqId, numTokensOf(head)) ?? 0;
+      if (
+        !Number.isInteger(numCached) ||
+        numCached < 0 ||
+        numCached > numTokensOf(head) - 1 ||
+        numCached % this.kv.blockSize !== 0
+      )
+        throw new Error(`the allocator admitted ${head.seqId} with ${numCached} cached positions`);
+      const numTokens = Math.min(numTokensOf(head) - numCached, budget);
+      if (numTokens > 0 && !this.kv.append(head.seqId, numTokens)) {
+        this.kv.free(head.seqId);
+        break;
+      }
+      this.waiting.splice(index, 1);
+      head.numComputed = numCached;
       head.state = 'running';
       insertSorted(this.running, head);
       budget -= numTokens;
-      scheduled.set(head, this.entry(head, numTokens));
+      if (numTokens > 0) scheduled.set(head, this.entry(head, numTokens));
+      admitted.push({
+        seqId: head.seqId,
+        numTokens: numTokensOf(head),
+        numCachedTokens: numCached,
+      });
     }
 
     // In running order, so a step's batch reads oldest first.
@@ -247,6 +357,8 @@ export class Scheduler {
       scheduled: this.inFlight,
       numScheduledTokens: this.options.maxNumTokensPerStep - budget,
       preempted,
+      pausedEvictions,
+      admitted,
       finished,
     };
   }
@@ -288,16 +400,55 @@ export class Scheduler {
     return this.running.length;
   }
 
+  /** Sequences paused now, running (holding blocks) or waiting. */
+  get numPaused(): number {
+    let paused = 0;
+    for (const seq of this.byId.values()) if (seq.paused) paused += 1;
+    return paused;
+  }
+
+  /** Blocks the paused running sequences hold (between steps: ⌈numComputed ÷ blockSize⌉ each). */
+  get numPausedBlocks(): number {
+    let blocks = 0;
+    for (const seq of this.running)
+      if (seq.paused) blocks += Math.ceil(seq.numComputed / this.kv.blockSize);
+    return blocks;
+  }
+
+  /** Unpaused running and waiting sequences, and paused ones (in either queue). */
+  counts(): { readonly running: number; readonly waiting: number; readonly paused: number } {
+    let pausedRunning = 0;
+    for (const seq of this.running) if (seq.paused) pausedRunning += 1;
+    const paused = this.numPaused;
+    return {
+      running: this.running.length - pausedRunning,
+      waiting: this.waiting.length - (paused - pausedRunning),
+      paused,
+    };
+  }
+
+  private get numUnpausedRunning(): number {
+    let count = 0;
+    for (const seq of this.running) if (!seq.paused) count += 1;
+    return count;
+  }
+
   /** A live sequence's state and counts; null once it finished, was cancelled, or is unknown. */
   inspect(seqId: string): {
     readonly state: SeqState;
+    readonly paused: boolean;
     readonly numComputed: number;
     readonly numOutputTokens: number;
   } | null {
     const seq = this.byId.get(seqId);
     return seq === undefined
       ? null
-      : { state: seq.state, numComputed: seq.numComputed, numOutputTokens: seq.numOutputTokens };
+      : {
+          state: seq.state,
+          paused: seq.paused,
+          numComputed: seq.numComputed,
+          numOutputTokens: seq.numOutputTokens,
+        };
   }
 
   private entry(seq: Seq, numTokens: number): ScheduledSeq {

@@ -21,12 +21,25 @@ export interface FinishedSeq {
   readonly numOutputTokens: number;
 }
 
+/** A sequence moved from waiting to running this step. */
+export interface AdmittedSeq {
+  readonly seqId: string;
+  /** Its tokens at admission: prompt + output so far. */
+  readonly numTokens: number;
+  /** Leading positions found in the prefix cache (not computed again). */
+  readonly numCachedTokens: number;
+}
+
 export interface StepPlan {
   readonly scheduled: readonly ScheduledSeq[];
   /** Sum of `scheduled[i].numTokens` (≤ maxNumTokensPerStep). */
   readonly numScheduledTokens: number;
   /** Sent back to the waiting queue this step; their blocks are already freed. */
   readonly preempted: readonly string[];
+  /** Those of `preempted` that were paused (over the paused-block budget, or for space). */
+  readonly pausedEvictions: readonly string[];
+  /** Admitted this step, with their prefix-cache hits. */
+  readonly admitted: readonly AdmittedSeq[];
   /** Ended while scheduling ('kv_cache_full'); their blocks are already freed. */
   readonly finished: readonly FinishedSeq[];
 }

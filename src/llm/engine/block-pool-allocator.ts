@@ -1,0 +1,114 @@
+// The scheduler's KvAllocator over the real paged KV cache: the model's BlockPool, one
+// SequenceKv (block table) per sequence, and the PrefixCache when prefix caching is on. The
+// one place where the scheduler's counts meet blocks:
+//
+//   admit(seq, n)  → cache.lookup(first n tokens) → SequenceKv.fromPrefix: k cached positions
+//   append(seq, n) → kv.reserve(n)  (all or nothing; the model writes and commits them)
+//   free(seq)      → kv.release()   (cached blocks stay in the pool's LRU, evictable)
+//   registerFull(seq) after a step → newly full blocks hashed and cached (prefix-cache.ts)
+//
+// The engine tells it each sequence's tokens (`track`: the live prompt + output array it
+// appends to), since the cache is keyed by token ids and the scheduler only knows counts.
+
+import type { BlockPool } from '../kv-cache/block-pool.ts';
+import type { BlockHash, PrefixCache } from '../kv-cache/prefix-cache.ts';
+import { SequenceKv } from '../kv-cache/sequence-kv.ts';
+import type { KvAllocator } from './kv-allocator.ts';
+
+interface Tracked {
+  /** Prompt + output so far (the engine's array: it grows as tokens are sampled). */
+  readonly tokens: readonly number[];
+  kv: SequenceKv | null;
+  /** Chained hashes of the sequence's full blocks, extended as it grows (kept across preemption). */
+  readonly hashes: BlockHash[];
+  /** Leading full blocks of `kv` already offered to the cache. */
+  registered: number;
+}
+
+export class BlockPoolAllocator implements KvAllocator {
+  readonly blockSize: number;
+  readonly numTotalBlocks: number;
+  private readonly seqs = new Map<string, Tracked>();
+
+  constructor(
+    readonly pool: BlockPool,
+    /** null: prefix caching off (every admission computes from position 0). */
+    readonly cache: PrefixCache | null,
+  ) {
+    this.blockSize = pool.blockSize;
+    this.numTotalBlocks = pool.numBlocks;
+  }
+
+  get numFreeBlocks(): number {
+    return this.pool.freeBlocks;
+  }
+
+  /** Starts tracking a sequence whose tokens live in `tokens` (appended to by the engine). */
+  track(seqId: string, tokens: readonly number[]): void {
+    if (this.seqs.has(seqId)) throw new Error(`sequence ${seqId} is already tracked`);
+    this.seqs.set(seqId, { tokens, kv: null, hashes: [], registered: 0 });
+  }
+
+  /** Frees the sequence's blocks and forgets it. */
+  untrack(seqId: string): void {
+    this.free(seqId);
+    this.seqs.delete(seqId);
+  }
+
+  /** The sequence's block table, while it holds blocks. */
+  kvOf(seqId: string): SequenceKv | null {
+    return this.seqs.get(seqId)?.kv ?? null;
+  }
+
+  admit(seqId: string, numTokens: number): number {
+    const seq = this.get(seqId);
+    this.free(seqId);
+    if (this.cache === null) return 0;
+    const hit = this.cache.lookup(seq.tokens.slice(0, numTokens));
+    seq.kv = SequenceKv.fromPrefix(this.pool, hit);
+    seq.registered = hit.blocks.length;
+    return hit.numTokens;
+  }
+
+  canAppend(seqId: string, numTokens: number): boolean {
+    const kv = this.seqs.get(seqId)?.kv ?? null;
+    const holding = kv?.blocks.length ?? 0;
+    const needed = Math.ceil(((kv?.numTokens ?? 0) + numTokens) / this.blockSize) - holding;
+    return needed <= this.pool.freeBlocks;
+  }
+
+  append(seqId: string, numTokens: number): boolean {
+    const seq = this.get(seqId);
+    seq.kv ??= new SequenceKv(this.pool);
+    return seq.kv.reserve(numTokens);
+  }
+
+  free(seqId: string): void {
+    const seq = this.seqs.get(seqId);
+    if (seq === undefined || seq.kv === null) return;
+    seq.kv.release();
+    seq.kv = null;
+    seq.registered = 0;
+  }
+
+  /**
+   * Caches the blocks of `seqId` that are full and computed and not offered yet (after each
+   * step that computed positions for it). No-op with prefix caching off.
+   */
+  registerFull(seqId: string): void {
+    const seq = this.seqs.get(seqId);
+    if (this.cache === null || seq === undefined || seq.kv === null) return;
+    const full = Math.floor(seq.kv.numTokens / this.blockSize);
+    if (full <= seq.registered) return;
+    if (full > seq.hashes.length)
+      this.cache.extendHashes(seq.hashes, seq.tokens.slice(0, full * this.blockSize));
+    this.cache.register(seq.kv.blocks, seq.hashes.slice(0, full));
+    seq.registered = full;
+  }
+
+  private get(seqId: string): Tracked {
+    const seq = this.seqs.get(seqId);
+    if (seq === undefined) throw new Error(`sequence ${seqId} is not tracked`);
+    return seq;
+  }
+}
