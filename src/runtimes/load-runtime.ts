@@ -5,7 +5,7 @@ import type { LoadOutcome, RuntimeLoadOptions } from './runtime.ts';
 import type { ModelFormat } from '../registry/formats/artifact-file.ts';
 
 /** Formats a worker can serve today. */
-export const servableFormats: readonly ModelFormat[] = ['xgboost', 'lightgbm', 'onnx'];
+export const servableFormats: readonly ModelFormat[] = ['xgboost', 'lightgbm', 'onnx', 'hf-llm'];
 
 export async function loadRuntime(options: RuntimeLoadOptions): Promise<LoadOutcome> {
   switch (options.format) {
@@ -19,6 +19,8 @@ export async function loadRuntime(options: RuntimeLoadOptions): Promise<LoadOutc
       return loadOnnxRuntime(options);
     }
     case 'hf-llm':
+      // Served by the worker's LLM engine (src/worker/llm/), not through this SPI.
+      return { ok: false, reason: 'an hf-llm model is served by the LLM engine, not a runtime' };
     case 'external':
       return {
         ok: false,
