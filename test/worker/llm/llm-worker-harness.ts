@@ -36,7 +36,10 @@ export interface LlmWorker {
   close(): Promise<void>;
 }
 
-export async function startLlmWorker(llm: LlmServingConfig = {}): Promise<LlmWorker> {
+export async function startLlmWorker(
+  llm: LlmServingConfig = {},
+  overrides: Partial<WorkerSpec> = {},
+): Promise<LlmWorker> {
   const home = await tempDir('kiln-llm-worker-');
   const store = new ArtifactStore(join(home, 'artifacts'));
   await store.init();
@@ -64,6 +67,7 @@ export async function startLlmWorker(llm: LlmServingConfig = {}): Promise<LlmWor
     batching: null,
     defaultTimeoutMs: null,
     llm: { kvCacheBytes: 8 << 20, ...llm },
+    ...overrides,
   };
   const events: WorkerEvent[] = [];
   const worker = await startWorker(spec, (event) => events.push(event));
