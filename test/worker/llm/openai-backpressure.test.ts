@@ -12,7 +12,7 @@ import { loadOf, metricValue, startLlmWorker } from './llm-worker-harness.ts';
 
 /** Polls `check` until it holds; fails naming `what` after `limitMs` (generous: a loaded machine). */
 async function waitFor(
-  check: () => Promise<boolean>,
+  check: () => boolean | Promise<boolean>,
   what: string,
   limitMs = 60_000,
 ): Promise<void> {
