@@ -36,10 +36,11 @@ export interface LlmWorker {
   close(): Promise<void>;
 }
 
-export async function startLlmWorker(
+/** A spec serving tiny-llama from a fresh artifact store (the temp home goes with the test file). */
+export async function llmWorkerSpec(
   llm: LlmServingConfig = {},
   overrides: Partial<WorkerSpec> = {},
-): Promise<LlmWorker> {
+): Promise<WorkerSpec> {
   const home = await tempDir('kiln-llm-worker-');
   const store = new ArtifactStore(join(home, 'artifacts'));
   await store.init();
@@ -69,6 +70,14 @@ export async function startLlmWorker(
     llm: { kvCacheBytes: 8 << 20, ...llm },
     ...overrides,
   };
+  return spec;
+}
+
+export async function startLlmWorker(
+  llm: LlmServingConfig = {},
+  overrides: Partial<WorkerSpec> = {},
+): Promise<LlmWorker> {
+  const spec = await llmWorkerSpec(llm, overrides);
   const events: WorkerEvent[] = [];
   const worker = await startWorker(spec, (event) => events.push(event));
   await worker.loaded;
