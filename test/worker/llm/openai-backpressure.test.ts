@@ -104,6 +104,57 @@ test('a reader that stops reading is paused, does not delay another stream, and 
   slow.destroy();
 });
 
+test('a reader that reads again is resumed and gets its whole stream', async (t) => {
+  const socketPath = join(await tempDir('kiln-llm-sock-'), 'w.sock');
+  const w = await startLlmWorker(
+    { streamBufferBytes: 16 * 1024, slowReaderTimeoutMs: 120_000, maxN: 4 },
+    { channelSocket: socketPath },
+  );
+  t.after(() => w.close());
+  const request = {
+    model: 'tiny',
+    prompt: 'The GNU licences',
+    max_tokens: 300,
+    ignore_eos: true,
+    temperature: 0,
+    n: 2,
+    logprobs: 5,
+  };
+  const body = JSON.stringify({ ...request, stream: true });
+  const reader = connect(socketPath);
+  let received = '';
+  reader.write(
+    `POST /v1/completions HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+  reader.pause();
+  await waitFor(
+    async () => (await metricValue(w.url, 'kiln_llm_paused_streams')) === 1,
+    'the stream paused',
+  );
+  reader.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
+  const ended = new Promise((resolve) => reader.on('end', resolve));
+  reader.resume();
+  await ended;
+  assert.equal(await metricValue(w.url, 'kiln_llm_paused_streams'), 0);
+  assert.equal(await metricValue(w.url, 'kiln_llm_slow_reader_aborts_total'), 0);
+  // The same text as a request that was never paused.
+  const texts = ['', ''];
+  for (const line of received.split('\n')) {
+    if (!line.startsWith('data: {')) continue;
+    const chunk = JSON.parse(line.slice(6)) as OpenAI.Completion;
+    for (const choice of chunk.choices) texts[choice.index] += choice.text;
+  }
+  assert.match(received, /data: \[DONE\]/);
+  const client = new OpenAI({ baseURL: `${w.url}/v1`, apiKey: 'x', maxRetries: 0 });
+  const whole = await client.completions.create(
+    request as OpenAI.CompletionCreateParamsNonStreaming,
+  );
+  assert.deepEqual(
+    texts,
+    whole.choices.map((c) => c.text),
+  );
+});
+
 test('a flood beyond the waiting queue is shed with 429 queue_full and Retry-After', async (t) => {
   const w = await startLlmWorker({ maxNumSeqs: 1, maxWaiting: 2 });
   t.after(() => w.close());
