@@ -176,6 +176,28 @@ export class ServingEngine {
     return this.seqs.size;
   }
 
+  /** A live request's scheduling state and the KV blocks it holds; null when not live. */
+  inspect(requestId: string): {
+    readonly state: 'waiting' | 'running';
+    readonly paused: boolean;
+    readonly numComputed: number;
+    readonly numOutputTokens: number;
+    readonly numBlocks: number;
+  } | null {
+    const state = this.scheduler.inspect(requestId);
+    if (state === null) return null;
+    return { ...state, numBlocks: this.allocator.kvOf(requestId)?.blocks.length ?? 0 };
+  }
+
+  /**
+   * KV token slots the live sequences' blocks hold, and how many hold a position (for the
+   * memory-waste measurement: (reserved − filled) ÷ reserved). Blocks kept only by the
+   * prefix cache (evictable, counted free) are not included.
+   */
+  kvSlotUsage(): { readonly reservedSlots: number; readonly filledSlots: number } {
+    return this.allocator.slotUsage();
+  }
+
   load(): EngineLoad {
     const pool = this.allocator.pool.stats();
     const counts = this.scheduler.counts();
