@@ -19,6 +19,8 @@ export async function loadRuntime(options: RuntimeLoadOptions): Promise<LoadOutc
       return loadOnnxRuntime(options);
     }
     case 'hf-llm':
+      // Served by the worker's LLM engine (src/worker/llm/), not through this SPI.
+      return { ok: false, reason: 'an hf-llm model is served by the LLM engine, not a runtime' };
     case 'external':
       return {
         ok: false,

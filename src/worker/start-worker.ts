@@ -73,6 +73,7 @@ export async function startWorker(
         `could not read the model's artifacts: ${(error as Error).message}`,
       );
     }
+    if (spec.format === 'hf-llm') return loadLlm(modelDir);
     // A tree model declared one input per feature runs on one [-1, F] matrix of them.
     const columns = featureColumnLayout(spec.format, spec.schema);
     const outcome = await loadRuntime({
@@ -117,6 +118,18 @@ export async function startWorker(
         : { featureNames: runtime.featureNames }),
     });
   };
+  // An LLM has no runtime or tensor schema: its engine serves the OpenAI routes.
+  const loadLlm = async (modelDir: string): Promise<void> => {
+    const { loadLlmService } = await import('./llm/load-llm-service.ts');
+    const outcome = await loadLlmService(spec, modelDir, metrics.registry);
+    if (!outcome.ok) return fail('KILN_MODEL_LOAD_FAILED', outcome.reason);
+    state.llm = outcome.service;
+    state.phase = 'ready';
+    const series = { endpoint: spec.endpoint, version: String(spec.version) };
+    metrics.ready.set(series, 1);
+    metrics.memoryBytes.set(series, outcome.memoryBytes);
+    emit({ event: 'ready', inputs: [], outputs: [], memoryBytes: outcome.memoryBytes });
+  };
   const loaded = load().catch((error: unknown) => fail('KILN_INTERNAL', String(error)));
 
   return {
@@ -139,6 +152,8 @@ export async function startWorker(
       await loaded;
       await state.runtime?.unload();
       state.runtime = null;
+      await state.llm?.engine.close();
+      state.llm = null;
       await rm(spec.workDir, { recursive: true, force: true });
     },
   };

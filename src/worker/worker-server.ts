@@ -28,6 +28,8 @@ import { batchShape } from './batching/batch-tensors.ts';
 import type { BatcherClock, CancelSignal } from './batching/dynamic-batcher.ts';
 import type { InferBatcher } from './batching/infer-batcher.ts';
 import { readInferControls } from './infer-controls.ts';
+import type { LlmService } from './llm/llm-service.ts';
+import { handleOpenAiRoute, isOpenAiPath } from './llm/openai-routes.ts';
 import type { WorkerMetrics } from './worker-metrics.ts';
 import { acceptChannel } from './worker-channel.ts';
 import type { WorkerSpec } from './worker-spec.ts';
@@ -46,6 +48,8 @@ export interface WorkerState {
   batcher: InferBatcher | null;
   /** A tree model declared one input per feature: requests' columns are joined into rows. */
   columns?: FeatureColumnLayout | null;
+  /** An hf-llm worker's engine and tokenizer (its OpenAI routes), once loaded. */
+  llm?: LlmService | null;
 }
 
 const jsonHeaders = { 'content-type': 'application/json' } as const;
@@ -365,6 +369,16 @@ export function createWorkerServer(
     response: ServerResponse,
     echo: Record<string, string>,
   ): Promise<void> {
+    if (spec.format === 'hf-llm') {
+      request.resume();
+      return sendError(
+        response,
+        kilnError('KILN_INVALID_INFER_REQUEST', {
+          reason: `${spec.endpoint} is a language model: use POST /v1/completions or /v1/chat/completions`,
+        }),
+        echo,
+      );
+    }
     if (state.phase !== 'ready') {
       request.resume();
       // Through runInfer all the same, so the refusal is counted like any answer.
@@ -420,10 +434,30 @@ export function createWorkerServer(
       );
     }
     if (request.method === 'GET' && path === '/metrics') {
+      if (state.llm != null) await state.llm.metrics.refresh(state.llm.engine);
       const text = await metrics.registry.metrics();
       response.writeHead(200, { 'content-type': metrics.registry.contentType });
       response.end(text);
       return;
+    }
+    if (isOpenAiPath(path)) {
+      return handleOpenAiRoute(
+        request,
+        response,
+        path,
+        {
+          spec,
+          service: state.llm ?? null,
+          accepting: state.phase === 'ready',
+          hold: (held) => {
+            state.inflight += 1;
+            held.once('close', () => {
+              state.inflight -= 1;
+            });
+          },
+        },
+        echo,
+      );
     }
     const route = parseModelPath(path);
     if (route === null || route.model !== spec.endpoint) {

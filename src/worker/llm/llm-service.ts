@@ -1,0 +1,54 @@
+// What an hf-llm worker serves with: the engine, its tokenizer, the endpoint's serving
+// settings, the LLM metrics, and the count of OpenAI requests the HTTP layer holds.
+
+import type { LlmEngine } from '../../llm/serving/engine-api.ts';
+import type { ResolvedLlmServingConfig } from '../../llm/serving/llm-serving-config.ts';
+import type { Tokenizer } from '../../llm/tokenizer/tokenizer.ts';
+import type { LlmMetrics } from './llm-metrics.ts';
+
+export interface LlmService {
+  readonly engine: LlmEngine;
+  readonly tokenizer: Tokenizer;
+  readonly config: ResolvedLlmServingConfig;
+  readonly metrics: LlmMetrics;
+  /** Unix seconds the model became ready (the /v1/models `created`). */
+  readonly createdSeconds: number;
+  /** OpenAI requests held by the HTTP layer, queued or streaming. */
+  inflight: number;
+  /** Token id → its text alone (log-probability entries), filled as tokens are met. */
+  readonly tokenTexts: Map<number, string>;
+}
+
+/** The load report routers read (`GET /kiln/v1/load`, and the `kiln-load` header). */
+export interface LlmLoadReport {
+  readonly running: number;
+  readonly waiting: number;
+  readonly paused: number;
+  readonly kvBlocksUsed: number;
+  readonly kvBlocksTotal: number;
+  readonly kvUtilization: number;
+  readonly inflight: number;
+}
+
+export function loadReport(service: LlmService): LlmLoadReport {
+  const load = service.engine.load();
+  return {
+    running: load.running,
+    waiting: load.waiting,
+    paused: load.paused,
+    kvBlocksUsed: load.kvBlocksUsed,
+    kvBlocksTotal: load.kvBlocksTotal,
+    kvUtilization: load.kvUtilization,
+    inflight: service.inflight,
+  };
+}
+
+/** A token's own text, as OpenAI's log-probability entries show it. */
+export function tokenText(service: LlmService, token: number): string {
+  let text = service.tokenTexts.get(token);
+  if (text === undefined) {
+    text = service.tokenizer.decode([token]);
+    service.tokenTexts.set(token, text);
+  }
+  return text;
+}
