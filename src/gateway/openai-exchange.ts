@@ -50,19 +50,20 @@ export interface OpenAiState {
   readonly table: RouteTable | null;
   readonly metrics: GatewayMetrics;
   readonly ejectMs: number;
-  /** Longest stall of an upstream body (ms) before the request fails. */
-  readonly upstreamTimeoutMs: number;
   /** How long a client may leave a streamed answer unread before it is cut (slot freed). */
   readonly clientStallMs: number;
   readonly log: GatewayLog;
 }
 
 /**
- * How long a worker may take to start its answer. A non-streamed completion starts when it
- * is complete, which for a long generation on CPU can be minutes, so the gateway's general
- * upstream limit (30 s) would cut answers that are on their way.
+ * How long a worker may take to start its answer, and to send a stream's next bytes. A
+ * non-streamed completion starts when it is complete, which for a long generation on CPU can
+ * be minutes; a stream goes quiet as long while it waits in the engine's queue behind a full
+ * batch (its headers, and a chat's role chunk, already sent; no token yet) or waits to be
+ * recomputed after a preemption. The gateway's general upstream limit (30 s) would cut
+ * answers that are on their way: under load, streams the worker had accepted.
  */
-const llmHeadersTimeoutMs = 10 * 60_000;
+const llmUpstreamTimeoutMs = 10 * 60_000;
 
 // Worker response headers not passed on: hop-by-hop ones, the ones the gateway sets
 // itself, and the load report (for routers, not clients).
@@ -274,8 +275,8 @@ export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandle
           method: 'POST',
           headers: this.upstreamHeaders,
           body: this.body,
-          headersTimeout: llmHeadersTimeoutMs,
-          bodyTimeout: this.state.upstreamTimeoutMs,
+          headersTimeout: llmUpstreamTimeoutMs,
+          bodyTimeout: llmUpstreamTimeoutMs,
         },
         this,
       );
@@ -370,7 +371,7 @@ export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandle
       return;
     }
     if (failure.timedOut) {
-      const params = { endpoint: entry.name, timeoutMs: this.state.upstreamTimeoutMs };
+      const params = { endpoint: entry.name, timeoutMs: llmUpstreamTimeoutMs };
       this.failKiln('KILN_UPSTREAM_TIMEOUT', params);
       return;
     }

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import OpenAI from 'openai';
-import { fakeLlmWorker } from './fake-llm-worker.ts';
+import { fakeLlmWorker, streamPieces } from './fake-llm-worker.ts';
 import { endpointRoute, replicaRoute, snapshot, testGateway } from './gateway-harness.ts';
 import { until } from '../helpers/until.ts';
 
@@ -74,5 +74,36 @@ test(
       worker.floodBytes < 32 * 2 ** 20,
       `the worker wrote ${worker.floodBytes} bytes into a stream nobody read`,
     );
+  },
+);
+
+test(
+  'a stream whose next token is long in coming is not cut by the upstream body timeout',
+  { timeout: 30_000 },
+  async () => {
+    // A streamed answer can go quiet for long: a request queued behind a full batch has sent
+    // its headers (and, for a chat, its role chunk) but no token yet, and a preempted or
+    // paused sequence waits to be recomputed. A non-streamed answer may take 10 minutes to
+    // start; a streamed one must not be cut sooner just because it started.
+    const worker = await fakeLlmWorker('r1', 'hold');
+    const upstreamTimeoutMs = 200;
+    const gateway = await testGateway(snapshot(1, [llmRoute(worker)]), { upstreamTimeoutMs });
+    const client = new OpenAI({ apiKey: 'none', baseURL: `${gateway.url}/v1`, maxRetries: 0 });
+    const stream = await client.chat.completions.create({
+      model: 'assistant',
+      messages: [{ role: 'user', content: 'a long answer, please' }],
+      stream: true,
+    });
+    const iterator = stream[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    assert.equal(first.done, false);
+    // Not a wait for a state: the time a timer that must not fire is given to fire in.
+    await new Promise((resolve) => setTimeout(resolve, upstreamTimeoutMs * 5));
+    worker.release();
+    let text = '';
+    for (let next = await iterator.next(); next.done !== true; next = await iterator.next())
+      text += next.value.choices[0]?.delta.content ?? '';
+    assert.equal(text, streamPieces.join(''));
+    assert.equal(worker.aborted, 0);
   },
 );

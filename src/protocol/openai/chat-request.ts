@@ -66,6 +66,7 @@ function readContent(value: unknown, param: string): string | FieldProblem {
 
 function readMessages(body: Body): ChatMessage[] | FieldProblem {
   const value = body.messages;
+  if (absent(value)) return new FieldProblem('messages', 'messages is required');
   if (!Array.isArray(value))
     return new FieldProblem('messages', `messages must be an array, not ${typeName(value)}`);
   if (value.length === 0) return new FieldProblem('messages', 'messages must not be empty');

@@ -41,6 +41,7 @@ const isTokenId = (value: unknown): value is number =>
 
 function readPrompts(body: Body): CompletionPrompt[] | FieldProblem {
   const value = body.prompt;
+  if (absent(value)) return new FieldProblem('prompt', 'prompt is required');
   if (typeof value === 'string') return [{ kind: 'text', text: value }];
   if (!Array.isArray(value))
     return new FieldProblem(

@@ -7,8 +7,15 @@ import { openAiError, type OpenAiError } from './openai-error.ts';
 import type { GenerationFields } from './request-fields.ts';
 
 /**
- * The output tokens a prompt of `promptLength` tokens may have: `max_tokens`, or all that the
- * context leaves when it is absent. A prompt that leaves no room, or a `max_tokens` that does
+ * What a completion without `max_tokens` gets: OpenAI's documented default for the legacy
+ * completions route, and vLLM's. A chat without one may use the rest of the context.
+ */
+export const defaultCompletionMaxTokens = 16;
+
+/**
+ * The output tokens a prompt of `promptLength` tokens may have: `max_tokens`, or when it is
+ * absent 16 for a completion and all that the context leaves for a chat (in both cases no
+ * more than the context leaves). A prompt that leaves no room, or a `max_tokens` that does
  * not fit beside the prompt, is a 400 naming the field to change.
  */
 export function resolveMaxTokens(
@@ -24,7 +31,9 @@ export function resolveMaxTokens(
       { param: promptParam },
     );
   }
-  if (fields.maxTokens === null) return contextLength - promptLength;
+  const room = contextLength - promptLength;
+  if (fields.maxTokens === null)
+    return promptParam === 'prompt' ? Math.min(defaultCompletionMaxTokens, room) : room;
   if (promptLength + fields.maxTokens > contextLength) {
     return openAiError(
       400,

@@ -33,7 +33,7 @@ export interface RequestLimits {
 /** The generation fields both routes share, read and checked. */
 export interface GenerationFields {
   readonly model: string;
-  /** null: as many as the context leaves after the prompt. */
+  /** null: the route's default (generation-budget.ts: 16 for a completion, the context's rest for a chat). */
   readonly maxTokens: number | null;
   readonly n: number;
   readonly temperature: number;
@@ -55,7 +55,15 @@ export interface GenerationFields {
 export const maxStopStrings = 4;
 
 const typeName = (value: unknown): string =>
-  value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+  value === null
+    ? 'null'
+    : value === undefined
+      ? 'undefined'
+      : Array.isArray(value)
+        ? 'an array'
+        : typeof value === 'object'
+          ? 'an object'
+          : `a ${typeof value}`;
 
 /** Absent and null mean "the default", as in OpenAI's API. */
 const absent = (value: unknown): value is null | undefined => value === undefined || value === null;

@@ -61,6 +61,8 @@ interface ChoiceState {
   finish: OpenAiFinishReason | null;
   completionTokens: number;
   cachedTokens: number;
+  /** A stream: whether the choice's opening chunk (chat role, echoed prompt) was sent. */
+  opened: boolean;
 }
 
 export function sendOpenAiError(
@@ -111,6 +113,7 @@ export function runExchange(
       finish: null,
       completionTokens: 0,
       cachedTokens: 0,
+      opened: false,
     });
   const run = new GenerationRun(service.engine, service.metrics, request.arrivedNs);
   let ended = false;
@@ -245,6 +248,36 @@ export function runExchange(
     );
   };
 
+  /**
+   * A chat choice opens with the assistant's role, an echoed completion with its prompt:
+   * sent with the choice's first output, as vLLM sends them. Sent at once they would reach
+   * the client while the request still waits in the engine's queue, and the gateway takes
+   * a stream's first byte as its first token (its TTFT histogram, its prefill estimate).
+   */
+  const openingChunk = (plan: ChoicePlan): string | null => {
+    if (request.kind === 'chat')
+      return sseData(
+        chatChunk(
+          header,
+          {
+            index: plan.index,
+            delta: { role: 'assistant', content: '' },
+            logprobs: null,
+            finish_reason: null,
+          },
+          request.includeUsage,
+        ),
+      );
+    if (plan.echo === '') return null;
+    return sseData(
+      completionChunk(
+        header,
+        { index: plan.index, text: plan.echo, logprobs: null, finish_reason: null },
+        request.includeUsage,
+      ),
+    );
+  };
+
   const onEvents = (plan: ChoicePlan, events: readonly EngineEvent[]): void => {
     if (ended) return;
     const state = states.get(plan.request.requestId);
@@ -265,6 +298,11 @@ export function runExchange(
     state.logprobs.push(...entries);
     state.finish = finish;
     if (writer !== null) {
+      if (!state.opened) {
+        state.opened = true;
+        const opening = openingChunk(plan);
+        if (opening !== null) writer.write(opening);
+      }
       const chunk = chunkFor(state, text + tail, entries, finish);
       if (chunk !== null) writer.write(chunk);
     }
@@ -311,37 +349,6 @@ export function runExchange(
         },
       },
     );
-  }
-  // A chat stream opens each choice with the assistant's role, an echoed completion with
-  // its prompt: written first, they leave with the headers once the engine took the request.
-  if (writer !== null) {
-    for (const plan of prepared.choices) {
-      if (request.kind === 'chat')
-        writer.write(
-          sseData(
-            chatChunk(
-              header,
-              {
-                index: plan.index,
-                delta: { role: 'assistant', content: '' },
-                logprobs: null,
-                finish_reason: null,
-              },
-              request.includeUsage,
-            ),
-          ),
-        );
-      else if (plan.echo !== '')
-        writer.write(
-          sseData(
-            completionChunk(
-              header,
-              { index: plan.index, text: plan.echo, logprobs: null, finish_reason: null },
-              request.includeUsage,
-            ),
-          ),
-        );
-    }
   }
   const refusal = run.submit(prepared.choices, onEvents);
   if (refusal !== null) {

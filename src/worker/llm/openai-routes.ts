@@ -102,12 +102,14 @@ export async function handleOpenAiRoute(
   const method = request.method ?? 'GET';
   const generation = path === '/v1/completions' || path === '/v1/chat/completions';
   const known = generation || path === '/v1/models' || path === '/kiln/v1/load';
-  if (!known || (generation ? method !== 'POST' : method !== 'GET')) {
+  // HEAD is GET without the body (Node leaves the body out), as the gateway answers it.
+  const allowed = generation ? method === 'POST' : method === 'GET' || method === 'HEAD';
+  if (!known || !allowed) {
     request.resume();
     return sendOpenAiError(
       response,
       openAiError(known ? 405 : 404, `no such route: ${method} ${path}`),
-      headers,
+      known ? { ...headers, allow: generation ? 'POST' : 'GET, HEAD' } : headers,
     );
   }
   if (spec.format !== 'hf-llm') {

@@ -93,7 +93,7 @@ test('a completion request with every field read into the typed request', () => 
   });
 });
 
-test('defaults: one choice, temperature 1, no stop, max_tokens from the context', () => {
+test('defaults: one choice, temperature 1, no stop; max_tokens 16 for a completion, the context for a chat', () => {
   const parsed = parseCompletionRequest({ model: 'm', prompt: 'x', max_tokens: null }, limits);
   assert.ok(parsed.ok);
   assert.equal(parsed.request.n, 1);
@@ -101,7 +101,13 @@ test('defaults: one choice, temperature 1, no stop, max_tokens from the context'
   assert.equal(parsed.request.maxTokens, null);
   assert.equal(parsed.request.stream, false);
   assert.deepEqual(samplingFor(parsed.request, 0, null).seed, undefined);
-  assert.equal(resolveMaxTokens(12, parsed.request, 512, 'prompt'), 500);
+  // OpenAI's and vLLM's default for the legacy completions route is 16 tokens (a client that
+  // leaves it out gets a short answer there, not the whole context) …
+  assert.equal(resolveMaxTokens(12, parsed.request, 512, 'prompt'), 16);
+  // … or what the context leaves, when that is less.
+  assert.equal(resolveMaxTokens(500, parsed.request, 512, 'prompt'), 12);
+  // A chat without a limit may use the rest of the context, as OpenAI's and vLLM's do.
+  assert.equal(resolveMaxTokens(12, parsed.request, 512, 'messages'), 500);
 });
 
 test('bad completion fields are 400s naming the field', () => {
@@ -219,6 +225,28 @@ test('malformed messages and unsupported chat features are 400s naming the field
     [{ ...base, n: 9 }, 'n'],
   ];
   for (const [body, param] of cases) refused(parseChatRequest(body, limits), param);
+});
+
+test('a missing prompt or messages is said to be missing (no "a undefined")', () => {
+  assert.match(
+    refused(parseCompletionRequest({ model: 'm' }, limits), 'prompt'),
+    /^prompt is required/,
+  );
+  assert.match(
+    refused(parseChatRequest({ model: 'm' }, limits), 'messages'),
+    /^messages is required/,
+  );
+  const messages = [
+    refused(
+      parseCompletionRequest({ model: 'm', prompt: 'x', temperature: undefined, n: [] }, limits),
+      'n',
+    ),
+    refused(
+      parseChatRequest({ model: 'm', messages: [{ role: undefined, content: 'x' }] }, limits),
+      'messages[0].role',
+    ),
+  ];
+  for (const message of messages) assert.doesNotMatch(message, /a undefined/);
 });
 
 test('the context bounds prompt + max_tokens after tokenizing', () => {

@@ -196,3 +196,67 @@ test('an engine error mid-stream: an error event, then [DONE]; kv_cache_full rea
   assert.match(String((chunks.at(-1)!.error as { message: string }).message), /thread died/);
   assert.deepEqual(engine.cancelled, []); // nothing was left live to cancel
 });
+
+test('a chat choice opens (role chunk) with its first output, not before: a queued stream sends no chunk', async () => {
+  // As vLLM sends it. A role chunk written at once would reach the client (and the
+  // gateway, whose time-to-first-token histogram and prefill estimate take a stream's first
+  // byte as its first token) while the request still waits in the engine's queue.
+  reset();
+  const pending = fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    body: JSON.stringify({
+      model: 'tiny',
+      messages: [{ role: 'user', content: 'hi' }],
+      max_tokens: 4,
+      n: 2,
+      stream: true,
+    }),
+  });
+  await until(() => engine.submitted.length === 2, 'both submitted');
+  const [first, second] = engine.submitted;
+  const a = first!.request.requestId;
+  const b = second!.request.requestId;
+  const response = await pending;
+  assert.equal(response.status, 200);
+  // Choice 1 gets its first token before choice 0: its role chunk comes first.
+  second!.emit([token(b, 'B')]);
+  first!.emit([token(a, 'A'), done(a, 'stop')]);
+  second!.emit([done(b, 'length')]);
+  const events = (await response.text()).split('\n\n').filter((e) => e !== '');
+  assert.equal(events.at(-1), 'data: [DONE]');
+  const deltas = events.slice(0, -1).map((e) => {
+    const chunk = JSON.parse(e.slice(6)) as {
+      choices: { index: number; delta: Record<string, string>; finish_reason: string | null }[];
+    };
+    const choice = chunk.choices[0]!;
+    return [choice.index, choice.delta, choice.finish_reason];
+  });
+  assert.deepEqual(deltas, [
+    [1, { role: 'assistant', content: '' }, null],
+    [1, { content: 'B' }, null],
+    [0, { role: 'assistant', content: '' }, null],
+    [0, { content: 'A' }, 'stop'],
+    [1, {}, 'length'],
+  ]);
+});
+
+test('an echoed streamed completion sends its prompt with each choice first output', async () => {
+  reset();
+  const pending = post({ stream: true, echo: true, n: 2 });
+  await until(() => engine.submitted.length === 2, 'both submitted');
+  const [first, second] = engine.submitted;
+  const a = first!.request.requestId;
+  const b = second!.request.requestId;
+  const response = await pending;
+  second!.emit([token(b, ' there'), done(b, 'length')]);
+  first!.emit([token(a, ' here'), done(a, 'length')]);
+  const texts = (await response.text())
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: {'))
+    .map((e) => {
+      const choice = (JSON.parse(e.slice(6)) as { choices: { index: number; text: string }[] })
+        .choices[0]!;
+      return `${choice.index}:${choice.text}`;
+    });
+  assert.deepEqual(texts, ['1:hi', '1: there', '0:hi', '0: here']);
+});

@@ -363,6 +363,18 @@ test('/v1/models lists the endpoint; v2 infer on an LLM worker is a clear 400', 
   assert.equal(infer.status, 400);
   assert.match(((await infer.json()) as { error: string }).error, /\/v1\/completions/);
   assert.equal((await fetch(`${w.url}/v2/health/ready`)).status, 200);
+  // HEAD where GET is served; another method on a known route: 405 naming what is allowed.
+  assert.equal((await fetch(`${w.url}/v1/models`, { method: 'HEAD' })).status, 200);
+  const get = await fetch(`${w.url}/v1/chat/completions`);
+  assert.equal(get.status, 405);
+  assert.equal(get.headers.get('allow'), 'POST');
+  assert.equal(
+    ((await get.json()) as { error: { type: string } }).error.type,
+    'invalid_request_error',
+  );
+  const post = await fetch(`${w.url}/v1/models`, { method: 'POST', body: '{}' });
+  assert.equal(post.status, 405);
+  assert.equal(post.headers.get('allow'), 'GET, HEAD');
 });
 
 test('a client aborting mid-stream frees its blocks at once', async () => {
