@@ -76,7 +76,13 @@ export class SseWriter {
     }
     if (this.#closed) return;
     this.#closed = true;
-    this.#stopTimer();
+    // Ending while paused (the engine had finished before the pause reached it): undo the
+    // pause, or its owner's bookkeeping (the paused-streams gauge) never comes back down.
+    if (this.#timer !== null) {
+      this.#stopTimer();
+      this.#response.off('drain', this.#onDrain);
+      this.#hooks.resume();
+    }
     if (!this.#response.destroyed) this.#response.end(text);
   }
 
