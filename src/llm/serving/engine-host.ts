@@ -108,7 +108,11 @@ export class EngineHost implements LlmEngine {
 
   /** Starts `options.threads` engine threads on `folder`; or why one could not. */
   static async start(folder: string, options: EngineOptions): Promise<EngineHostResult> {
-    const { threads: count, ...setup } = options;
+    const { threads: count, ...threadOptions } = options;
+    // maxWaiting is the host's bound (all threads together, decided at submit). A thread must
+    // not apply it again: the host's view of its queue lags (preemptions, resumed paused
+    // requests), and a request the host accepted would end in an error instead of a refusal.
+    const setup = { ...threadOptions, maxWaiting: Number.MAX_SAFE_INTEGER };
     const workers = Array.from(
       { length: count },
       () =>

@@ -126,3 +126,52 @@ test('a flood of submits in one tick queues at most maxWaiting, the rest refused
     await engine.close();
   }
 });
+
+test('a request the host accepted is never refused by its thread for a full queue', async () => {
+  // The host's count of a thread's waiting requests lags the thread (its last report): here
+  // two paused waiting requests (not counted as waiting) are resumed in the same tick as new
+  // submits. maxWaiting is the host's bound; the thread must not turn accepted requests into
+  // errors (a worker answers those with a 500, not a 429).
+  const started = await startEngine(folder, {
+    ...baseOptions,
+    threads: 1,
+    maxNumSeqs: 1,
+    maxWaiting: 4,
+  });
+  if (!started.ok) assert.fail(started.message);
+  const engine = started.engine;
+  try {
+    const first = submitOne(engine, greedy('first', [5, 6, 7], 480));
+    const held = ['b', 'c'].map((id) => submitOne(engine, greedy(id, [8, 9, id.length], 8)));
+    engine.pause('b');
+    engine.pause('c');
+    await until(() => first.tokens.length > 0, 'the first to run');
+    await until(
+      () => engine.load().paused === 2 && engine.load().waiting === 0,
+      'the pauses reported',
+    );
+    engine.resume('b');
+    engine.resume('c');
+    const flood: Outcome[] = [];
+    for (let i = 0; i < 4; i++) {
+      const request = greedy(`n${i}`, [10, 11, i], 8);
+      const outcome = emptyOutcome();
+      const result = engine.submit(request, (events) => {
+        for (const event of events) record(new Map([[request.requestId, outcome]]), event);
+      });
+      if (result.ok) flood.push(outcome);
+    }
+    assert.equal(flood.length, 4, 'the host saw room for four');
+    engine.cancel('first');
+    await until(
+      () => [...held, ...flood].every((o) => o.done !== null || o.errors.length > 0),
+      'every accepted request to end',
+    );
+    for (const outcome of [...held, ...flood]) {
+      assert.deepEqual(outcome.errors, []);
+      assert.equal(outcome.done?.reason, 'length');
+    }
+  } finally {
+    await engine.close();
+  }
+});
