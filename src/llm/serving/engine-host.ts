@@ -310,6 +310,12 @@ export class EngineHost implements LlmEngine {
   private onMessage(thread: EngineThread, message: EngineThreadMessage): void {
     if (this.closed) return;
     if (message.type === 'stats') {
+      // The thread's load now (after every message sent before the stats() call), newer than
+      // its last step's report: stats() sums it, and load() reads it from here on.
+      const { running, waiting, paused, kvBlocksUsed, kvBlocksTotal, kvUtilization } =
+        message.stats;
+      thread.load = { running, waiting, paused, kvBlocksUsed, kvBlocksTotal, kvUtilization };
+      thread.received = message.received;
       const waiter = this.statsWaiters.get(message.job);
       this.statsWaiters.delete(message.job);
       waiter?.resolve(message.stats);

@@ -1,8 +1,12 @@
-// The threaded host's ends and ids (LlmEngine's contract): close() with requests in flight
-// ends each of them with an error event (a caller waiting for its end is never left
+// The threaded host's ends, ids and counts (LlmEngine's contract): close() with requests in
+// flight ends each of them with an error event (a caller waiting for its end is never left
 // hanging) and stats() after it answers; a request id cancelled and submitted again at once
 // gets only the new request's events, never those the thread sent for the old one before the
-// cancel reached it; a flood of submits in one tick never queues past maxWaiting.
+// cancel reached it; a flood of submits in one tick never queues past maxWaiting, and a
+// request the host accepted is never refused by its thread; stats() reads the threads' load
+// after the messages before it; and random submits, cancels, pauses, resumes and id reuse
+// over two threads with tiny caches (preemption; timing varies run to run) end each request
+// once, with its output alone, and leave nothing held.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -170,6 +174,115 @@ test('a request the host accepted is never refused by its thread for a full queu
     for (const outcome of [...held, ...flood]) {
       assert.deepEqual(outcome.errors, []);
       assert.equal(outcome.done?.reason, 'length');
+    }
+  } finally {
+    await engine.close();
+  }
+});
+
+/** mulberry32, so a failing seed reruns the same actions (the threads' timing still varies). */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+for (const seed of [1, 2, 3]) {
+  test(`through two threads, random submits, cancels, pauses, resumes and id reuse (seed ${seed})`, async () => {
+    const rand = random(seed);
+    const long = (await readReference()).prompts.find((p) => p.ids.length > 200)!.ids;
+    const requests = Array.from({ length: 40 }, (_, i) => {
+      const start = Math.floor(rand() * 150);
+      const shared = rand() < 0.5 ? long.slice(0, 32) : [];
+      return greedy(
+        `r${i % 25}`, // ids come back once their first holder ended or was cancelled
+        [...shared, ...long.slice(start, start + 1 + Math.floor(rand() * 40))],
+        1 + Math.floor(rand() * 50),
+      );
+    });
+    const started = await startEngine(folder, {
+      ...baseOptions,
+      threads: 2,
+      kvCacheBytes: 9 * 16384, // 9 blocks a thread (8 the longest request): preemption
+      maxNumSeqs: 4,
+      maxNumBatchedTokens: 32,
+      maxPausedBlocks: 3,
+    });
+    if (!started.ok) assert.fail(started.message);
+    const engine = started.engine;
+    const reference = await inProcess({ prefixCaching: false });
+    try {
+      const live = new Map<string, { index: number; outcome: Outcome & { ends: number } }>();
+      const finished: { index: number; outcome: Outcome & { ends: number } }[] = [];
+      const cancelled: { outcome: Outcome & { ends: number }; tokens: number; ends: number }[] = [];
+      let next = 0;
+      while (next < requests.length || live.size > 0) {
+        const ids = [...live.keys()];
+        const any = ids[Math.floor(rand() * ids.length)];
+        const canSubmit = next < requests.length && !live.has(requests[next]!.requestId);
+        const what = rand();
+        if (canSubmit && what < 0.6) {
+          const index = next++;
+          const outcome = submitOne(engine, requests[index]!);
+          live.set(requests[index]!.requestId, { index, outcome });
+        } else if (any === undefined || what < 0.9) {
+          // most turns only let the threads run (a request lasts many turns)
+        } else if (what < 0.902) {
+          engine.cancel(any);
+          const { outcome } = live.get(any)!;
+          cancelled.push({ outcome, tokens: outcome.tokens.length, ends: outcome.ends });
+          live.delete(any);
+        } else if (what < 0.95) engine.pause(any);
+        else engine.resume(any);
+        for (const [id, entry] of live)
+          if (entry.outcome.ends > 0) {
+            live.delete(id);
+            finished.push(entry);
+          }
+        if (next >= requests.length || live.has(requests[next]!.requestId))
+          for (const id of live.keys()) engine.resume(id); // let the run drain
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      for (const { index, outcome } of finished) {
+        const request = requests[index]!;
+        assert.equal(outcome.ends, 1, `${request.requestId} (#${index}) ends once`);
+        assert.deepEqual(outcome.errors, [], `#${index}`);
+        const alone = runAlone(reference, [request]).get(request.requestId);
+        assert.deepEqual(comparable(outcome), comparable(alone), `#${index}`);
+      }
+      await until(() => engine.load().kvBlocksUsed === 0 && engine.load().running === 0, 'idle');
+      const stats = await engine.stats();
+      assert.equal(stats.kvBlocksUsed, 0);
+      assert.equal(stats.waiting + stats.paused, 0, JSON.stringify(stats));
+      for (const c of cancelled) {
+        assert.equal(c.outcome.tokens.length, c.tokens, 'no token after a cancel');
+        assert.equal(c.outcome.ends, c.ends, 'no end after a cancel');
+      }
+    } finally {
+      await engine.close();
+    }
+  });
+}
+
+test('stats() after cancels reports the load the thread has then, not the host’s stale view', async () => {
+  const started = await startEngine(folder, { ...baseOptions, threads: 1 });
+  if (!started.ok) assert.fail(started.message);
+  const engine = started.engine;
+  try {
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < 12; i++) submitOne(engine, greedy(`s${round}-${i}`, [5, 6, 7, i], 200));
+      for (let i = 0; i < 12; i++) engine.cancel(`s${round}-${i}`);
+      const stats = await engine.stats(); // answered after the cancels were handled
+      assert.deepEqual(
+        [stats.running, stats.waiting, stats.paused, stats.kvBlocksUsed],
+        [0, 0, 0, 0],
+        `round ${round}: ${JSON.stringify(stats)}`,
+      );
     }
   } finally {
     await engine.close();
