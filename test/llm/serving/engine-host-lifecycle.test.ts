@@ -11,6 +11,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { EngineEvent, EngineRequest, LlmEngine } from '../../../src/llm/serving/engine-api.ts';
+import type { EngineHost } from '../../../src/llm/serving/engine-host.ts';
 import { startEngine } from '../../../src/llm/serving/start-engine.ts';
 import {
   baseOptions,
@@ -284,6 +285,26 @@ test('stats() after cancels reports the load the thread has then, not the hostâ€
         `round ${round}: ${JSON.stringify(stats)}`,
       );
     }
+  } finally {
+    await engine.close();
+  }
+});
+
+test('a seeded sampled request gives the same tokens on either thread as in process', async () => {
+  const long = (await readReference()).prompts.find((p) => p.ids.length > 200)!.ids;
+  const seeded = (id: string): EngineRequest =>
+    greedy(id, long.slice(10, 50), 30, {
+      sampling: { temperature: 1, topP: 0.9, seed: 1234, logprobs: 2 },
+    });
+  const alone = runAlone(await inProcess(), [seeded('s')]).get('s');
+  const started = await startEngine(folder, { ...baseOptions, threads: 2, prefixCaching: false });
+  if (!started.ok) assert.fail(started.message);
+  const engine = started.engine as EngineHost;
+  try {
+    const outcomes = ['s0', 's1', 's2', 's3'].map((id) => submitOne(engine, seeded(id)));
+    assert.deepEqual(new Set(['s0', 's1', 's2', 's3'].map((id) => engine.threadOf(id))).size, 2);
+    await until(() => outcomes.every((o) => o.ends === 1), 'all four');
+    for (const outcome of outcomes) assert.deepEqual(comparable(outcome), comparable(alone));
   } finally {
     await engine.close();
   }
