@@ -26,6 +26,8 @@ export class SseWriter {
   #closed = false;
   /** What was written before `open` (the headers wait until the request is accepted). */
   #early: string[] | null = [];
+  /** The end's text when end() came before `open` (sent, and the response ended, by open). */
+  #earlyEnd: string | null = null;
 
   constructor(
     response: ServerResponse,
@@ -56,11 +58,12 @@ export class SseWriter {
     this.#response.writeHead(status, headers);
     this.#response.flushHeaders();
     for (const text of early) this.write(text);
+    if (this.#earlyEnd !== null) this.end(this.#earlyEnd);
   }
 
   write(text: string): void {
     if (this.#early !== null) {
-      this.#early.push(text);
+      if (this.#earlyEnd === null) this.#early.push(text);
       return;
     }
     if (this.#closed || this.#response.destroyed) return;
@@ -71,7 +74,7 @@ export class SseWriter {
 
   end(text: string): void {
     if (this.#early !== null) {
-      this.#early.push(text);
+      this.#earlyEnd ??= text;
       return;
     }
     if (this.#closed) return;

@@ -135,3 +135,17 @@ test('a stream that ends while paused unpauses once (the last events were alread
   t.mock.timers.tick(10_000);
   assert.deepEqual(calls, ['pause', 'resume'], 'once, and no timeout after the end');
 });
+
+test('an end before the headers ends the response once they are sent', () => {
+  // An engine may answer within submit (a fake, or a future in-process one): the stream's end
+  // can come before open().
+  const response = new FakeResponse();
+  const { sse } = writer(response);
+  sse.write('a');
+  sse.end('[DONE]');
+  sse.write('late'); // after the end: dropped
+  assert.deepEqual(response.written, []);
+  sse.open(200, {});
+  assert.deepEqual(response.written, ['a', '[DONE]']);
+  assert.ok(response.ended, 'the response ended');
+});
