@@ -222,7 +222,9 @@ for (const seed of [1, 2, 3]) {
       const finished: { index: number; outcome: Outcome & { ends: number } }[] = [];
       const cancelled: { outcome: Outcome & { ends: number }; tokens: number; ends: number }[] = [];
       let next = 0;
+      const deadline = Date.now() + 120_000; // generous: a request that never ends fails here
       while (next < requests.length || live.size > 0) {
+        if (Date.now() > deadline) assert.fail(`still live: ${[...live.keys()].join(' ')}`);
         const ids = [...live.keys()];
         const any = ids[Math.floor(rand() * ids.length)];
         const canSubmit = next < requests.length && !live.has(requests[next]!.requestId);
