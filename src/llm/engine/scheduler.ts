@@ -243,7 +243,6 @@ export class Scheduler {
     const admitted: AdmittedSeq[] = [];
     const finished: FinishedSeq[] = [];
     let budget = this.options.maxNumTokensPerStep;
-    const batchWasEmpty = this.running.length === 0;
     /** Whether a sequence was preempted for another's blocks (then no admission). */
     let preemptedForSpace = false;
 
@@ -275,6 +274,9 @@ export class Scheduler {
       preempt(victim);
       pausedEvictions.push(victim.seqId);
     }
+    // After those evictions: a static batch emptied by them takes the next batch this step (a
+    // step that schedules nothing and says nothing lets an engine thread wait for a message).
+    const batchWasEmpty = this.running.length === 0;
 
     // Plans `seq`'s next chunk, preempting paused sequences first, then the newest running
     // ones, for blocks.

@@ -5,11 +5,17 @@
 //   submit ─► checks (synchronous refusal) ─► least-loaded thread (prefix affinity) ─► post
 //   thread ─{step: events, load}─► events grouped per request ─► onEvents (one call a step)
 //   cancel ─► forgotten here at once (no event after it) ─► thread frees its blocks
+//   close ─► every request still live ends with an error event, then the threads stop
 //   load() ─► the threads' last reports (+ submits they have not taken yet, as waiting)
 //
 // Routing: a request goes to the thread with the fewest running + waiting requests, unless
 // a thread that recently took a request with the same first prompt block (whose KV it may
 // still hold in its prefix cache) is close to that (within max(2, 25 %)).
+//
+// The threads know a request by a key of the host's (`k1`, `k2`, …), never by the caller's
+// id: a caller may cancel an id and submit it again at once, while the thread's step messages
+// for the old one (sent before the cancel reached it) are still on their way; under its own
+// key the old request's events find no one and are dropped.
 
 import { Worker } from 'node:worker_threads';
 import { checkEngineRequest } from './check-engine-request.ts';
@@ -51,6 +57,8 @@ interface EngineThread {
 }
 
 interface Pending {
+  /** The request's key on its thread. */
+  readonly key: string;
   readonly thread: EngineThread;
   readonly onEvents: (events: readonly EngineEvent[]) => void;
 }
@@ -71,6 +79,9 @@ const emptyLoad: EngineLoad = {
 export class EngineHost implements LlmEngine {
   readonly contextLength: number;
   private readonly requests = new Map<string, Pending>();
+  /** Thread key → the caller's request id, while the request is live. */
+  private readonly idsByKey = new Map<string, string>();
+  private nextKey = 1;
   /** First prompt block (as text) → the thread that last took a request starting with it. */
   private readonly affinity = new Map<string, number>();
   private nextJob = 1;
@@ -97,7 +108,11 @@ export class EngineHost implements LlmEngine {
 
   /** Starts `options.threads` engine threads on `folder`; or why one could not. */
   static async start(folder: string, options: EngineOptions): Promise<EngineHostResult> {
-    const { threads: count, ...setup } = options;
+    const { threads: count, ...threadOptions } = options;
+    // maxWaiting is the host's bound (all threads together, decided at submit). A thread must
+    // not apply it again: the host's view of its queue lags (preemptions, resumed paused
+    // requests), and a request the host accepted would end in an error instead of a refusal.
+    const setup = { ...threadOptions, maxWaiting: Number.MAX_SAFE_INTEGER };
     const workers = Array.from(
       { length: count },
       () =>
@@ -187,10 +202,12 @@ export class EngineHost implements LlmEngine {
       if (this.affinity.size > maxAffinityKeys)
         this.affinity.delete(this.affinity.keys().next().value!);
     }
-    this.requests.set(request.requestId, { thread, onEvents });
+    const requestKey = `k${this.nextKey++}`;
+    this.requests.set(request.requestId, { key: requestKey, thread, onEvents });
+    this.idsByKey.set(requestKey, request.requestId);
     thread.requests.add(request.requestId);
     thread.posted += 1;
-    this.post(thread, { type: 'submit', request });
+    this.post(thread, { type: 'submit', request: { ...request, requestId: requestKey } });
     return { ok: true };
   }
 
@@ -198,23 +215,24 @@ export class EngineHost implements LlmEngine {
     const pending = this.requests.get(requestId);
     if (pending === undefined) return;
     this.forget(requestId);
-    this.post(pending.thread, { type: 'cancel', requestId });
+    this.post(pending.thread, { type: 'cancel', requestId: pending.key });
   }
 
   pause(requestId: string): void {
     const pending = this.requests.get(requestId);
-    if (pending !== undefined) this.post(pending.thread, { type: 'pause', requestId });
+    if (pending !== undefined) this.post(pending.thread, { type: 'pause', requestId: pending.key });
   }
 
   resume(requestId: string): void {
     const pending = this.requests.get(requestId);
-    if (pending !== undefined) this.post(pending.thread, { type: 'resume', requestId });
+    if (pending !== undefined)
+      this.post(pending.thread, { type: 'resume', requestId: pending.key });
   }
 
   load(): EngineLoad {
     let { running, waiting, paused, kvBlocksUsed, kvBlocksTotal } = emptyLoad;
     for (const thread of this.threads) {
-      if (thread.gone !== null) continue;
+      if (thread.gone !== null || this.closed) continue; // closed: nothing runs
       running += thread.load.running;
       waiting += this.waitingOn(thread);
       paused += thread.load.paused;
@@ -235,7 +253,7 @@ export class EngineHost implements LlmEngine {
   async stats(): Promise<EngineStats> {
     const parts = await Promise.all(
       this.threads
-        .filter((t) => t.gone === null)
+        .filter((t) => t.gone === null && !this.closed)
         .map(
           (thread) =>
             new Promise<EngineStats | null>((resolve) => {
@@ -264,13 +282,24 @@ export class EngineHost implements LlmEngine {
     };
   }
 
+  /** Stops the threads; every request still live ends first with an `error` event. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.requests.clear();
+    const live = [...this.requests];
+    for (const [requestId] of live) this.forget(requestId);
     for (const waiter of this.statsWaiters.values()) waiter.resolve(null);
     this.statsWaiters.clear();
+    // A caller waiting for its request's end must get one (the contract: each submit ends
+    // with done or error unless cancelled), or its response would hang.
+    const failure = this.deliverEach(
+      live.map(([requestId, pending]) => [
+        pending,
+        [{ kind: 'error', requestId, message: 'the engine closed' }],
+      ]),
+    );
     await Promise.all(this.threads.map((t) => t.worker.terminate()));
+    if (failure !== null) throw failure;
   }
 
   /** Threads, for tests: which one runs a request, and each one's last load. */
@@ -281,6 +310,12 @@ export class EngineHost implements LlmEngine {
   private onMessage(thread: EngineThread, message: EngineThreadMessage): void {
     if (this.closed) return;
     if (message.type === 'stats') {
+      // The thread's load now (after every message sent before the stats() call), newer than
+      // its last step's report: stats() sums it, and load() reads it from here on.
+      const { running, waiting, paused, kvBlocksUsed, kvBlocksTotal, kvUtilization } =
+        message.stats;
+      thread.load = { running, waiting, paused, kvBlocksUsed, kvBlocksTotal, kvUtilization };
+      thread.received = message.received;
       const waiter = this.statsWaiters.get(message.job);
       this.statsWaiters.delete(message.job);
       waiter?.resolve(message.stats);
@@ -290,26 +325,39 @@ export class EngineHost implements LlmEngine {
     thread.load = message.load;
     thread.received = message.received;
     if (message.events.length === 0) return;
-    const byRequest = new Map<string, EngineEvent[]>();
+    const byKey = new Map<string, EngineEvent[]>();
     for (const event of message.events) {
-      if (!this.requests.has(event.requestId)) continue; // cancelled: nothing after it
-      const list = byRequest.get(event.requestId);
-      if (list === undefined) byRequest.set(event.requestId, [event]);
-      else list.push(event);
+      const requestId = this.idsByKey.get(event.requestId);
+      if (requestId === undefined) continue; // cancelled (or closed): nothing after it
+      const list = byKey.get(event.requestId);
+      const own = { ...event, requestId };
+      if (list === undefined) byKey.set(event.requestId, [own]);
+      else list.push(own);
     }
     // Every request gets its events even if one callback throws; the first error is rethrown.
     let failure: Error | null = null;
-    for (const [requestId, events] of byRequest) {
-      const pending = this.requests.get(requestId);
-      if (pending === undefined) continue; // cancelled by an earlier callback of this step
+    for (const [key, events] of byKey) {
+      const requestId = this.idsByKey.get(key);
+      if (requestId === undefined) continue; // cancelled by an earlier callback of this step
+      const pending = this.requests.get(requestId)!;
       if (events.some((e) => e.kind !== 'token')) this.forget(requestId);
+      failure ??= this.deliverEach([[pending, events]]);
+    }
+    if (failure !== null) throw failure;
+  }
+
+  /** Calls each callback with its events; the first error thrown, after all were called. */
+  private deliverEach(
+    deliveries: readonly (readonly [Pending, readonly EngineEvent[]])[],
+  ): Error | null {
+    let failure: Error | null = null;
+    for (const [pending, events] of deliveries)
       try {
         pending.onEvents(events);
       } catch (error) {
         failure ??= error instanceof Error ? error : new Error(String(error));
       }
-    }
-    if (failure !== null) throw failure;
+    return failure;
   }
 
   /** A thread died: its requests end with an error; the others carry on. */
@@ -321,19 +369,27 @@ export class EngineHost implements LlmEngine {
         this.statsWaiters.delete(job);
         waiter.resolve(null);
       }
+    // One by one: a callback may cancel others of the thread's requests (a run's choices).
+    let failure: Error | null = null;
     for (const requestId of [...thread.requests]) {
       const pending = this.requests.get(requestId);
+      if (pending === undefined) continue;
       this.forget(requestId);
-      pending?.onEvents([
-        { kind: 'error', requestId, message: `engine thread ${thread.index} stopped: ${why}` },
+      failure ??= this.deliverEach([
+        [
+          pending,
+          [{ kind: 'error', requestId, message: `engine thread ${thread.index} stopped: ${why}` }],
+        ],
       ]);
     }
+    if (failure !== null) throw failure;
   }
 
   private forget(requestId: string): void {
     const pending = this.requests.get(requestId);
     if (pending === undefined) return;
     this.requests.delete(requestId);
+    this.idsByKey.delete(pending.key);
     pending.thread.requests.delete(requestId);
   }
 

@@ -35,7 +35,13 @@ export type EngineThreadMessage =
       /** Submits the thread has taken so far (the host counts the rest as waiting). */
       readonly received: number;
     }
-  | { readonly type: 'stats'; readonly job: number; readonly stats: EngineStats };
+  | {
+      readonly type: 'stats';
+      readonly job: number;
+      readonly stats: EngineStats;
+      /** As in a step's message: the stats' load is the thread's latest (the host takes it). */
+      readonly received: number;
+    };
 
 export type EngineHostMessage =
   | { readonly type: 'submit'; readonly request: EngineRequest }
@@ -94,7 +100,7 @@ else {
         engine.resume(message.requestId);
         break;
       case 'stats':
-        post({ type: 'stats', job: message.job, stats: engine.stats() });
+        post({ type: 'stats', job: message.job, stats: engine.stats(), received });
         return;
     }
     // The load changed (blocks freed, a sequence paused): tell the host now, not after a step.

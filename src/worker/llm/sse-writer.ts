@@ -26,6 +26,8 @@ export class SseWriter {
   #closed = false;
   /** What was written before `open` (the headers wait until the request is accepted). */
   #early: string[] | null = [];
+  /** The end's text when end() came before `open` (sent, and the response ended, by open). */
+  #earlyEnd: string | null = null;
 
   constructor(
     response: ServerResponse,
@@ -56,11 +58,12 @@ export class SseWriter {
     this.#response.writeHead(status, headers);
     this.#response.flushHeaders();
     for (const text of early) this.write(text);
+    if (this.#earlyEnd !== null) this.end(this.#earlyEnd);
   }
 
   write(text: string): void {
     if (this.#early !== null) {
-      this.#early.push(text);
+      if (this.#earlyEnd === null) this.#early.push(text);
       return;
     }
     if (this.#closed || this.#response.destroyed) return;
@@ -71,12 +74,18 @@ export class SseWriter {
 
   end(text: string): void {
     if (this.#early !== null) {
-      this.#early.push(text);
+      this.#earlyEnd ??= text;
       return;
     }
     if (this.#closed) return;
     this.#closed = true;
-    this.#stopTimer();
+    // Ending while paused (the engine had finished before the pause reached it): undo the
+    // pause, or its owner's bookkeeping (the paused-streams gauge) never comes back down.
+    if (this.#timer !== null) {
+      this.#stopTimer();
+      this.#response.off('drain', this.#onDrain);
+      this.#hooks.resume();
+    }
     if (!this.#response.destroyed) this.#response.end(text);
   }
 

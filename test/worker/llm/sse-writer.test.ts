@@ -112,3 +112,40 @@ test('a client gone while paused: unpaused (its owner cancels), no timeout later
   t.mock.timers.tick(10_000);
   assert.deepEqual(calls, ['pause', 'resume']);
 });
+
+test('a stream that ends while paused unpauses once (the last events were already on their way)', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const response = new FakeResponse();
+  const { sse, calls } = writer(response);
+  sse.open(200, {});
+  response.accepts = false;
+  response.writableLength = 1200;
+  sse.write('token');
+  assert.deepEqual(calls, ['pause']);
+  // The engine had finished the sequence before the pause reached it: its done arrives.
+  sse.end('data: [DONE]\n\n');
+  assert.deepEqual(
+    calls,
+    ['pause', 'resume'],
+    'the pause is undone (a paused-streams gauge balances)',
+  );
+  assert.equal(sse.paused, false);
+  response.emit('drain');
+  response.emit('close');
+  t.mock.timers.tick(10_000);
+  assert.deepEqual(calls, ['pause', 'resume'], 'once, and no timeout after the end');
+});
+
+test('an end before the headers ends the response once they are sent', () => {
+  // An engine may answer within submit (a fake, or a future in-process one): the stream's end
+  // can come before open().
+  const response = new FakeResponse();
+  const { sse } = writer(response);
+  sse.write('a');
+  sse.end('[DONE]');
+  sse.write('late'); // after the end: dropped
+  assert.deepEqual(response.written, []);
+  sse.open(200, {});
+  assert.deepEqual(response.written, ['a', '[DONE]']);
+  assert.ok(response.ended, 'the response ended');
+});
