@@ -187,8 +187,12 @@ export class EngineHost implements LlmEngine {
         reason: 'too_long',
         message: `the prompt's ${request.promptTokens.length} tokens exceed the KV cache's ${limits.kvCapacityTokens} positions`,
       };
-    // maxWaiting bounds the engine's queue, all threads together.
-    if (this.load().waiting >= this.options.maxWaiting)
+    // maxWaiting bounds the engine's queue, all threads together. Requests that will take a
+    // free batch slot at the next step are not queued behind anything: a burst that fits the
+    // batches plus the queue (the gateway's bound for a replica) is accepted whole.
+    const now = this.load();
+    const freeSlots = Math.max(0, live.length * this.options.maxNumSeqs - now.running);
+    if (now.waiting - freeSlots >= this.options.maxWaiting)
       return {
         ok: false,
         reason: 'queue_full',

@@ -151,7 +151,12 @@ test('through the threads: cancel frees the blocks and nothing follows; pause ho
 });
 
 test('through the threads: refusals are synchronous values', async () => {
-  const started = await startEngine(folder, { ...baseOptions, threads: 1, maxWaiting: 2 });
+  const started = await startEngine(folder, {
+    ...baseOptions,
+    threads: 1,
+    maxNumSeqs: 1,
+    maxWaiting: 1,
+  });
   if (!started.ok) assert.fail(started.message);
   const engine = started.engine;
   const outcomes: Outcome[] = [];
@@ -167,7 +172,8 @@ test('through the threads: refusals are synchronous values', async () => {
     outcomes.push(submitOne(engine, request));
     assert.equal(refusal(request), 'invalid', 'a duplicate id');
     outcomes.push(submitOne(engine, { ...request, requestId: 'b' }));
-    // Two submitted, neither taken by the thread yet: the third is one too many.
+    // Two submitted, neither taken by the thread yet: one takes the batch's one slot, one
+    // waits; the third is one too many.
     assert.equal(refusal({ ...request, requestId: 'c' }), 'queue_full');
     await until(() => outcomes.every((o) => o.done !== null), 'both to finish');
   } finally {
