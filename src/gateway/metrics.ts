@@ -27,6 +27,9 @@ const durationBuckets = [
   0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
 ];
 
+// Seconds to a stream's first byte: queueing and prefill, tens of ms to tens of seconds.
+const ttftBuckets = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60];
+
 export class GatewayMetrics {
   readonly registry = new Registry();
   readonly contentType = this.registry.contentType;
@@ -36,7 +39,10 @@ export class GatewayMetrics {
   private readonly upstreamErrors: Counter<'endpoint' | 'reason'>;
   private readonly rejected: Counter<'endpoint' | 'reason'>;
   private readonly snapshotVersion: Gauge;
+  private readonly llmTtft: Histogram<'endpoint'>;
+  private readonly llmRouted: Counter<'endpoint' | 'policy' | 'reason'>;
   private readonly series = new Map<string, EndpointSeries>();
+  private readonly llmSeries = new Map<string, LlmSeries>();
   /** The admission gates, read at scrape time (nothing on the hot path). */
   private gates: () => ReadonlyMap<string, GateView> = () => new Map();
 
@@ -101,6 +107,29 @@ export class GatewayMetrics {
       help: 'Version of the routing snapshot the gateway serves from (0 = none yet).',
       registers,
     });
+    this.llmTtft = new Histogram({
+      name: 'kiln_gateway_llm_ttft_seconds',
+      help: "Time from receiving a streamed OpenAI request to the first byte of the replica's stream passing the gateway.",
+      labelNames: ['endpoint'],
+      buckets: ttftBuckets,
+      registers,
+    });
+    this.llmRouted = new Counter({
+      name: 'kiln_gateway_llm_routed_total',
+      help: 'OpenAI requests sent to a replica, by routing policy and why that replica: affinity (it served the prompt prefix last), least_loaded, round_robin.',
+      labelNames: ['endpoint', 'policy', 'reason'],
+      registers,
+    });
+  }
+
+  /** The LLM series of one endpoint (made on first use, kept). */
+  llmSeriesFor(endpoint: string): LlmSeries {
+    let series = this.llmSeries.get(endpoint);
+    if (series === undefined) {
+      series = new LlmSeries(endpoint, this.llmTtft.labels(endpoint), this.llmRouted);
+      this.llmSeries.set(endpoint, series);
+    }
+    return series;
   }
 
   /** The series for one endpoint and version; pass `unknownLabel` for unknown endpoints. */
@@ -173,6 +202,32 @@ export class EndpointSeries {
       counter = this.rejections.labels(this.endpoint, reason);
       if (reason === 'busy') this.busy = counter;
       else this.rateLimited = counter;
+    }
+    counter.inc();
+  }
+}
+
+/** An hf-llm endpoint's own series: time to first token, and why each replica was chosen. */
+export class LlmSeries {
+  private readonly routedBy = new Map<string, Counter.Internal>();
+
+  constructor(
+    private readonly endpoint: string,
+    private readonly ttft: Histogram.Internal<'endpoint'>,
+    private readonly routed: Counter<'endpoint' | 'policy' | 'reason'>,
+  ) {}
+
+  /** Seconds from the request's arrival to its stream's first byte. */
+  firstByte(seconds: number): void {
+    this.ttft.observe(seconds);
+  }
+
+  routedTo(policy: string, reason: string): void {
+    const key = `${policy} ${reason}`;
+    let counter = this.routedBy.get(key);
+    if (counter === undefined) {
+      counter = this.routed.labels(this.endpoint, policy, reason);
+      this.routedBy.set(key, counter);
     }
     counter.inc();
   }

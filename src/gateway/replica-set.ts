@@ -8,11 +8,17 @@ import { Pool } from 'undici';
 import type { ReplicaLoad } from './replica-picker.ts';
 import { performance } from 'node:perf_hooks';
 import { ChannelClient } from './channel-client.ts';
+import { LlmReplicaLoad } from './llm-replica-load.ts';
+import type { LlmReplicaView } from './llm-replica-picker.ts';
 import type { ReplicaRoute, RoutingSnapshot } from './routing-snapshot.ts';
 
-export class ReplicaState implements ReplicaLoad {
+export class ReplicaState implements ReplicaLoad, LlmReplicaView {
   outstanding = 0;
   ejectedUntilMs = 0;
+  /** An hf-llm replica's reported load (unused for other formats). */
+  readonly llmLoad = new LlmReplicaLoad();
+  /** No longer in the routing (a newer snapshot dropped it): its load is polled no more. */
+  retired = false;
   readonly versionText: string;
   /** The URL's path without a trailing slash ('' for a bare origin), prefixed to v2 paths. */
   readonly pathPrefix: string;
@@ -71,6 +77,9 @@ export class ReplicaSet {
       }
       byEndpoint.set(endpoint.name, list);
     }
+    for (const [key, state] of this.replicas) {
+      if (next.get(key) !== state) state.retired = true;
+    }
     this.replicas = next;
     const liveUrls = new Set<string>();
     for (const state of next.values()) liveUrls.add(state.url);
@@ -90,6 +99,7 @@ export class ReplicaSet {
   }
 
   async close(): Promise<void> {
+    for (const state of this.replicas.values()) state.retired = true;
     for (const channel of this.channels.values()) channel.destroy();
     this.channels.clear();
     const pools = [...this.pools.values()];

@@ -1,6 +1,6 @@
 // Starts the gateway: Kiln's data-plane process. Wires the route table (from routing
 // snapshots: persisted at start, then long-polled from the control plane), the replica
-// pools, the metrics and the node:http server with the v2 routes.
+// pools, the metrics, the LLM router and the node:http server with the v2 and OpenAI routes.
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,6 +15,15 @@ import type { RoutingSnapshot } from './routing-snapshot.ts';
 import { persistSnapshot, readPersistedSnapshot } from './snapshot-file.ts';
 import { SnapshotWatcher } from './snapshot-watcher.ts';
 import { V2Routes, type GatewayState } from './v2-routes.ts';
+import { LlmLoadMonitor } from './llm-load-monitor.ts';
+import {
+  defaultLlmPickSettings,
+  type LlmPickSettings,
+  type LlmRoutingPolicy,
+} from './llm-replica-picker.ts';
+import { LlmRouter, llmRoutingPolicyFrom } from './llm-router.ts';
+import { OpenAiRoutes } from './openai-routes.ts';
+import { PrefixAffinity } from './prefix-affinity.ts';
 
 export interface GatewayOptions {
   /**
@@ -55,6 +64,16 @@ export interface GatewayOptions {
   readonly workerChannels?: boolean;
   /** How long a replica whose connection failed is skipped, ms. Default 5 000. */
   readonly ejectMs?: number;
+  /**
+   * How OpenAI requests pick among an hf-llm endpoint's replicas: 'load-prefix' (reported
+   * load and prompt-prefix affinity) or 'round-robin' (only to measure against). Default:
+   * KILN_LLM_ROUTING, else 'load-prefix'.
+   */
+  readonly llmRouting?: LlmRoutingPolicy;
+  /** Between two load polls of a busy hf-llm replica, ms. Default 75. */
+  readonly llmLoadPollMs?: number;
+  /** The load-prefix policy's knobs (llm-replica-picker.ts); defaults for the rest. */
+  readonly llmPick?: Partial<LlmPickSettings>;
   /** Long-poll hold asked of the control plane, ms. Default 25 000. */
   readonly pollWaitMs?: number;
   /** Backoff after a failed poll: first and largest delay, ms. Defaults 250 / 5 000. */
@@ -116,7 +135,19 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   if (persisted.ok && persisted.snapshot !== null) apply(persisted.snapshot, false);
   if (!persisted.ok) log.warn({ reason: persisted.reason }, 'persisted routing snapshot ignored');
 
-  const routes = new V2Routes(state);
+  const llmRouter = new LlmRouter(
+    options.llmRouting ?? llmRoutingPolicyFrom(process.env.KILN_LLM_ROUTING, log),
+    { ...defaultLlmPickSettings, ...options.llmPick },
+    new PrefixAffinity(8_192),
+    new LlmLoadMonitor({
+      intervalMs: options.llmLoadPollMs ?? 75,
+      idleAfterMs: 2_000,
+      timeoutMs: 1_000,
+      now: () => performance.now(),
+    }),
+    metrics,
+  );
+  const routes = new V2Routes(state, new OpenAiRoutes(state, llmRouter));
   const server = createServer<typeof GatewayRequest, typeof GatewayResponse>(
     {
       IncomingMessage: GatewayRequest,
@@ -159,6 +190,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     close: () =>
       (closing ??= (async () => {
         await watcher?.stop();
+        llmRouter.close();
         await closeServer(server);
         await replicas.close();
         await persister.flush();

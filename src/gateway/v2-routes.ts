@@ -15,8 +15,9 @@
 //   GET  /v1/models/{m}[/versions/{v}]          {"name","ready"}
 //   POST /v1/models/{m}[/versions/{v}]:predict  {"instances"} → {"predictions"}
 //
-// An LLM endpoint's /v1/models/{m} paths, and GET /v1/models itself, belong to the OpenAI
-// routes, which share the prefix (decided by the endpoint's kind; 404 until they exist).
+// An LLM endpoint's /v1/models/{m} paths, and /v1/models, /v1/completions and
+// /v1/chat/completions, belong to the OpenAI routes (openai-routes.ts), which share the
+// prefix: `GET /v1/models/{m}` of an hf-llm endpoint is its OpenAI model object.
 //
 // For /v2/models/… and /v1/models/… the order is: snapshot loaded → authenticate (401) →
 // endpoint exists (404) → key scope (403) → version served (404) → route action. {m} is the
@@ -32,6 +33,7 @@ import { authenticate, grantCovers } from './auth.ts';
 import type { GatewayRequest, GatewayResponse } from './http-types.ts';
 import { InferExchange, type ExchangeSettings } from './infer-exchange.ts';
 import { unknownLabel, type EndpointSeries, type GatewayMetrics } from './metrics.ts';
+import type { OpenAiRoutes } from './openai-routes.ts';
 import type { EndpointEntry, RouteTable } from './route-table.ts';
 import { requestIdFrom, traceparentFrom } from './trace-context.ts';
 import { sendJson, sendV2Error, type HeaderList } from './v2-reply.ts';
@@ -51,7 +53,10 @@ const serverMetadata = JSON.stringify({ name: 'kiln', version: kilnVersion, exte
 export class V2Routes {
   private readonly unknownSeries: EndpointSeries;
 
-  constructor(private readonly state: GatewayState) {
+  constructor(
+    private readonly state: GatewayState,
+    private readonly openAi: OpenAiRoutes,
+  ) {
     this.unknownSeries = state.metrics.seriesFor(unknownLabel, unknownLabel);
   }
 
@@ -65,6 +70,7 @@ export class V2Routes {
       this.model(req, res, path, method, isGet);
       return;
     }
+    if (path.startsWith('/v1/') && this.openAi.handle(req, res, path, method)) return;
     if (path.startsWith(v1ModelsPrefix)) {
       this.v1Model(req, res, path, method, isGet);
       return;
@@ -214,11 +220,11 @@ export class V2Routes {
         this.infer(req, res, entry, requestId, traceparent, startMs, 'v1');
         return;
       case 'v1-status': {
+        const headers = entryHeaders(entry, requestId, traceparent);
         if (llm) {
-          this.notForLlm(req, res, entry, requestId, traceparent, startMs);
+          this.openAi.sendModel(res, entry, headers);
           return;
         }
-        const headers = entryHeaders(entry, requestId, traceparent);
         if (entry.replicas.length > 0) {
           sendJson(res, 200, `{"name":${JSON.stringify(name)},"ready":true}`, headers);
         } else {

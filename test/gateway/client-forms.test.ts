@@ -197,7 +197,7 @@ test('v1 takes the same door as v2: authentication, scope, the concurrency limit
   assert.match(metrics, /kiln_gateway_rejected_total\{endpoint="fraud",reason="busy"\} 1\n/);
 });
 
-test('/v1 paths of an LLM endpoint, and GET /v1/models, are left to the OpenAI routes', async () => {
+test('/v1 paths of an LLM endpoint, and GET /v1/models, belong to the OpenAI routes', async () => {
   const worker = await fakeWorker('ok');
   const gateway = await testGateway(
     snapshot(1, [
@@ -206,8 +206,17 @@ test('/v1 paths of an LLM endpoint, and GET /v1/models, are left to the OpenAI r
   );
   const predicted = await predict(gateway.url, { instances: [[1, 2, 3]] }, 'chat');
   assert.equal(codeOf(predicted), 'KILN_ROUTE_NOT_FOUND');
-  assert.equal(codeOf(await call(gateway.url, 'GET', '/v1/models/chat')), 'KILN_ROUTE_NOT_FOUND');
-  assert.equal(codeOf(await call(gateway.url, 'GET', '/v1/models')), 'KILN_ROUTE_NOT_FOUND');
+  // The OpenAI model object, and the OpenAI list, not KServe v1's status.
+  const model = (await call(gateway.url, 'GET', '/v1/models/chat')).json as Record<string, unknown>;
+  assert.equal(model.id, 'chat');
+  assert.equal(model.object, 'model');
+  const list = (await call(gateway.url, 'GET', '/v1/models')).json as {
+    data: Array<{ id: string }>;
+  };
+  assert.deepEqual(
+    list.data.map((m) => m.id),
+    ['chat'],
+  );
   assert.equal(
     codeOf(await call(gateway.url, 'POST', '/v1/models/chat:explain', '{}')),
     'KILN_ROUTE_NOT_FOUND',

@@ -108,7 +108,7 @@ test('an unknown endpoint is 404 KILN_ENDPOINT_NOT_FOUND; unknown routes are 404
     ['GET', '/v2/models/fraud/explain'],
     ['GET', '/v2/models/fraud/infer'],
     ['POST', '/v2/models/fraud'],
-    ['GET', '/v1/models'],
+    ['GET', '/v1/modelz'],
   ] as const) {
     const miss = await call(gateway.url, method, path);
     assert.equal(miss.status, 404, `${method} ${path}`);

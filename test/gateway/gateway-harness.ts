@@ -23,6 +23,7 @@ import {
   frameKind,
   type InferFrameMeta,
 } from '../../src/protocol/channel/frames.ts';
+import type { LlmPickSettings, LlmRoutingPolicy } from '../../src/gateway/llm-replica-picker.ts';
 import { startGateway, type RunningGateway } from '../../src/gateway/start-gateway.ts';
 import type {
   ApiKeyGrant,
@@ -248,6 +249,9 @@ export async function testGateway(
     stateDir?: string;
     /** false: infer requests go to workers as plain v2 HTTP (KILN_WORKER_CHANNEL=0). */
     workerChannels?: boolean;
+    llmRouting?: LlmRoutingPolicy;
+    llmLoadPollMs?: number;
+    llmPick?: Partial<LlmPickSettings>;
   } = {},
 ): Promise<RunningGateway> {
   const ownDir = options.stateDir === undefined ? await mkdtemp(join(tmpdir(), 'kiln-gw-')) : null;
@@ -263,6 +267,9 @@ export async function testGateway(
     ...(options.ejectMs === undefined ? {} : { ejectMs: options.ejectMs }),
     ...(options.clientTimeoutMs === undefined ? {} : { clientTimeoutMs: options.clientTimeoutMs }),
     ...(options.workerChannels === undefined ? {} : { workerChannels: options.workerChannels }),
+    ...(options.llmRouting === undefined ? {} : { llmRouting: options.llmRouting }),
+    ...(options.llmLoadPollMs === undefined ? {} : { llmLoadPollMs: options.llmLoadPollMs }),
+    ...(options.llmPick === undefined ? {} : { llmPick: options.llmPick }),
   });
   // One hook, so the gateway has closed (and finished persisting) before its folder goes.
   after(async () => {
