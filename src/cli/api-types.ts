@@ -16,6 +16,7 @@ import type { ManifestFile as VersionFile } from '../registry/types.ts';
 import type { ModelFormat } from '../registry/formats/artifact-file.ts';
 import type { EndpointView } from '../control/endpoints.ts';
 import type { ApiKeyRecord } from '../store/serving-records.ts';
+import type { LlmServingConfig } from '../llm/serving/llm-serving-config.ts';
 
 export type ServingProtocol = 'v2' | 'openai';
 
@@ -139,7 +140,12 @@ export interface EndpointConfig {
   batching?: BatchingSettings | null;
   timeoutMs?: number;
   maxConcurrency?: number;
+  /** hf-llm endpoints only: the engine's and the streams' settings (absent = defaults). */
+  llm?: LlmSettings;
 }
+
+/** An hf-llm endpoint's serving settings as a deploy sends them (every field optional). */
+export type LlmSettings = { -readonly [K in keyof LlmServingConfig]?: LlmServingConfig[K] };
 
 /** Dynamic batching in the worker, as a deploy sends it (every field optional). */
 export interface BatchingSettings {

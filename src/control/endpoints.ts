@@ -1,17 +1,27 @@
 // Endpoints: deploying a model version under a stable name, and what users see of them.
 // Deploy checks everything that can be known without starting a worker (version exists,
-// format servable, signature policy, ONNX declared schema vs the model), then records the
-// desired state; the reconciler makes it so.
+// format servable, signature policy, ONNX declared schema vs the model, serving settings of
+// the right kind for the format, an hf-llm endpoint's `llm` settings against its model: see
+// llm-deploy-check.ts), then records the desired state; the reconciler makes it so.
 
 import { systemClock, type Clock } from '../core/clock.ts';
 import { kilnError } from '../core/errors.ts';
 import type { Registry } from '../registry/registry.ts';
-import type { Model } from '../registry/types.ts';
+import type { ModelFormat } from '../registry/formats/artifact-file.ts';
+import type { Model, ModelVersion } from '../registry/types.ts';
 import { checkName } from '../registry/names.ts';
 import { servableFormats } from '../runtimes/load-runtime.ts';
 import type { EndpointRecord } from '../store/serving-records.ts';
 import type { EndpointWriteOptions } from '../store/store.ts';
 import type { Reconciler, ReplicaStatus } from './reconciler.ts';
+import {
+  checkFieldsForFormat,
+  checkLlmAgainstModel,
+  checkLlmServingConfig,
+  configProblemError,
+  readModelConfig,
+} from './llm-deploy-check.ts';
+import { resolveLlmServingConfig } from '../llm/serving/llm-serving-config.ts';
 import {
   completeEndpointConfig,
   workerRevision,
@@ -28,6 +38,11 @@ export interface DeployRequest {
 }
 
 export interface EndpointView extends EndpointRecord {
+  /**
+   * The served version's format (null when it cannot be read). hf-llm endpoints speak the
+   * OpenAI API: their `url` is its base URL (`{gateway}/v1`, the endpoint is the `model`).
+   */
+  readonly format: ModelFormat | null;
   readonly url: string;
   readonly status: {
     readonly ready: boolean;
@@ -45,6 +60,9 @@ export interface EndpointView extends EndpointRecord {
 }
 
 export class EndpointService {
+  /** Formats of served versions, by "model@version" (versions are immutable). */
+  private readonly formats = new Map<string, ModelFormat>();
+
   constructor(
     private readonly registry: Registry,
     private readonly reconciler: Reconciler,
@@ -91,6 +109,7 @@ export class EndpointService {
       });
       if (!check.ok) throw kilnError('KILN_SCHEMA_MISMATCH', { reason: check.reason });
     }
+    await this.checkServingConfig(version, request.config ?? {});
     const team = request.team ?? model.team;
     checkName('team', team);
     const config = completeEndpointConfig(request.config ?? {});
@@ -107,28 +126,73 @@ export class EndpointService {
       options.check === undefined ? {} : { check: options.check },
     );
     await this.reconciler.trigger();
-    return { endpoint: this.view(endpoint), created };
+    return { endpoint: this.view(endpoint, version.format), created };
+  }
+
+  /** Refuses (400 naming the field, or 422 for a model the engine cannot run) before storing. */
+  private async checkServingConfig(
+    version: ModelVersion,
+    config: EndpointConfigInput,
+  ): Promise<void> {
+    const what = `${version.model} v${version.version}`;
+    const wrongKind = checkFieldsForFormat(version.format, config, what);
+    if (wrongKind !== null) throw configProblemError(wrongKind);
+    if (version.format !== 'hf-llm') return;
+    const llm = config.llm ?? {};
+    const range = checkLlmServingConfig(llm);
+    if (range !== null) throw configProblemError(range);
+    const file = version.files.find((f) => f.path === 'config.json');
+    const read = await readModelConfig(
+      file === undefined ? null : this.registry.artifacts.artifactFile(file),
+    );
+    if (read === null) return; // unreadable here: the worker reports the blob's state
+    if (!read.ok) throw kilnError('KILN_MODEL_NOT_SERVABLE', { model: what, reason: read.message });
+    const info = version.formatInfo as { numParameters?: unknown };
+    const numParameters = typeof info.numParameters === 'number' ? info.numParameters : null;
+    const fit = checkLlmAgainstModel(
+      resolveLlmServingConfig(llm),
+      read.config,
+      numParameters,
+      what,
+    );
+    if (fit !== null) throw configProblemError(fit);
   }
 
   async get(name: string): Promise<EndpointView> {
     const record = await this.registry.store.getEndpoint(name);
     if (record === null) throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint: name });
-    return this.view(record);
+    return this.view(record, await this.formatOf(record));
   }
 
   async list(): Promise<EndpointView[]> {
-    return (await this.registry.store.listEndpoints()).map((e) => this.view(e));
+    const records = await this.registry.store.listEndpoints();
+    const views: EndpointView[] = [];
+    for (const record of records) views.push(this.view(record, await this.formatOf(record)));
+    return views;
   }
 
   async delete(name: string, options: EndpointWriteOptions = {}): Promise<EndpointView> {
     const record = await this.registry.store.deleteEndpoint(name, options);
     if (record === null) throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint: name });
-    const view = this.view(record);
+    const view = this.view(record, await this.formatOf(record));
     await this.reconciler.trigger();
     return view;
   }
 
-  view(record: EndpointRecord): EndpointView {
+  /** The format of the version an endpoint serves (versions are immutable: read once). */
+  private async formatOf(record: EndpointRecord): Promise<ModelFormat | null> {
+    const key = `${record.model}@${record.version}`;
+    const known = this.formats.get(key);
+    if (known !== undefined) return known;
+    const version = await this.registry.store.getVersion(record.model, record.version, {
+      includeDeleted: true,
+    });
+    if (version === null) return null;
+    this.formats.set(key, version.format);
+    return version.format;
+  }
+
+  view(record: EndpointRecord, format: ModelFormat | null = null): EndpointView {
     const replicas = this.reconciler.replicaStatus(record.name);
     // Replicas of what was deployed last (model, version and worker config): during a rollout
     // the old revision's still serve, but `kiln deploy --wait` waits for the new one.
@@ -139,7 +203,11 @@ export class EndpointService {
     const route = this.reconciler.routing.current().endpoints.find((e) => e.name === record.name);
     return {
       ...record,
-      url: `${this.gatewayUrl()}/v2/models/${record.name}`,
+      format,
+      url:
+        format === 'hf-llm'
+          ? `${this.gatewayUrl()}/v1`
+          : `${this.gatewayUrl()}/v2/models/${record.name}`,
       status: {
         ready: readyReplicas > 0,
         readyReplicas,

@@ -32,7 +32,7 @@ import {
 } from './replica-plan.ts';
 import { RoutingTable } from './routing-table.ts';
 import { derivedMaxConcurrency, replicaBound } from '../gateway/admission-bound.ts';
-import { workerRevision, workerServingSettings } from './serving-defaults.ts';
+import { llmReplicaBound, workerRevision, workerServingSettings } from './serving-defaults.ts';
 
 export const defaultMaxBodyBytes = 32 * 1024 * 1024;
 
@@ -470,6 +470,7 @@ export class Reconciler {
           config: serving.config,
           batching: serving.batching,
           defaultTimeoutMs: serving.defaultTimeoutMs,
+          ...(serving.llm === null ? {} : { llm: serving.llm }),
         },
         (event) => {
           if (replica.launch === launch) this.onReplicaEvent(replica, event);
@@ -590,7 +591,9 @@ export class Reconciler {
     // from the endpoint's config now, so a rollout that changes batching counts the old
     // replicas at the new figure until it completes).
     const configured = endpoint.config.maxConcurrency;
-    const oneReplica = replicaBound(workerServingSettings(format, endpoint.config).batching);
+    const settings = workerServingSettings(format, endpoint.config);
+    const oneReplica =
+      settings.llm === null ? replicaBound(settings.batching) : llmReplicaBound(settings.llm);
     return {
       name: endpoint.name,
       team: endpoint.team,

@@ -7,8 +7,17 @@
 //   batching {…}     → as given
 // The rest of the config minus the gateway's and the batcher's fields goes to the runtime.
 // At deploy, completeEndpointConfig fills a partial batching object before it is stored.
+//
+// hf-llm: no batching (the engine batches continuously by itself); the worker gets the
+// endpoint's `llm` settings resolved with their defaults (llm-serving-config.ts), so the
+// spec on disk says what runs. `llm` is stored as given: a default changed later applies to
+// endpoints that never set the field, at their next rollout.
 
 import { kilnError } from '../core/errors.ts';
+import {
+  resolveLlmServingConfig,
+  type ResolvedLlmServingConfig,
+} from '../llm/serving/llm-serving-config.ts';
 import type { ModelFormat } from '../registry/formats/artifact-file.ts';
 import type { RuntimeConfig } from '../runtimes/runtime.ts';
 import type { BatchingConfig, EndpointConfig } from '../store/serving-records.ts';
@@ -40,6 +49,8 @@ export interface WorkerServingSettings {
   readonly maxBodyBytes: number | undefined;
   readonly batching: BatchingConfig | null;
   readonly defaultTimeoutMs: number | null;
+  /** hf-llm: the engine's and the streams' settings, defaults filled; null otherwise. */
+  readonly llm: ResolvedLlmServingConfig | null;
 }
 
 export function workerServingSettings(
@@ -51,14 +62,26 @@ export function workerServingSettings(
     batching,
     timeoutMs,
     maxConcurrency: _gatewayOnly,
+    llm,
     ...config
   } = endpointConfig;
+  const isLlm = format === 'hf-llm';
   return {
     config,
     maxBodyBytes,
-    batching: batching === undefined ? defaultBatching(format) : batching,
+    batching: isLlm ? null : batching === undefined ? defaultBatching(format) : batching,
     defaultTimeoutMs: timeoutMs ?? null,
+    llm: isLlm ? resolveLlmServingConfig(llm) : null,
   };
+}
+
+/**
+ * What one hf-llm replica holds before it refuses (429 queue_full): the sequences its engine
+ * threads run at once plus the requests waiting — the gateway's derived bound per replica
+ * (admission-bound.ts), so the gateway does not turn away what a replica would take.
+ */
+export function llmReplicaBound(llm: ResolvedLlmServingConfig): number {
+  return llm.threads * llm.maxNumSeqs + llm.maxWaiting;
 }
 
 /** The config a deploy may send: batching fields may be partial (the rest are defaulted). */

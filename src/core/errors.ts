@@ -186,6 +186,11 @@ export const errorRegistry = {
     retryable: false,
     template: 'format {format} cannot be served by Kiln workers yet',
   },
+  KILN_MODEL_NOT_SERVABLE: {
+    status: 422,
+    retryable: false,
+    template: '{model} cannot be served: {reason}',
+  },
   KILN_SCHEMA_MISMATCH: {
     status: 422,
     retryable: false,

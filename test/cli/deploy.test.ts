@@ -46,6 +46,7 @@ function endpoint(status: Partial<EndpointStatus> = {}, replicas = 1): Endpoint 
     model: 'fraud-xgb',
     version: 3,
     ref: '@champion',
+    format: 'xgboost',
     replicas,
     config: { intraOpThreads: 2 },
     createdAt: '2026-01-31T14:05:09.123Z',

@@ -36,6 +36,7 @@ void test('the runtime gets only runtime settings; the deadline and body limit g
     maxBodyBytes: 4096,
     batching: null,
     defaultTimeoutMs: 100,
+    llm: null,
   });
 });
 

@@ -2,14 +2,21 @@
 // PUT; the control plane reconciles workers towards it), then, with --wait, poll it until
 // every replica is ready or --timeout-s passes. Batching flags (--max-batch, --max-delay-us,
 // --preferred-batch, --queue) turn batching on with those settings (the platform fills the
-// rest); --no-batching turns it off; neither leaves the runtime's default.
+// rest); --no-batching turns it off; neither leaves the runtime's default. LLM flags
+// (--kv-cache-bytes, --block-size, --max-seqs, --max-batched-tokens, --max-waiting,
+// --[no-]prefix-caching, --max-n, …) set the hf-llm engine's settings (`config.llm`);
+// --threads is per replica whatever the runtime: ONNX intra-op threads, or an hf-llm
+// version's engine threads (`llm.threads`) — the command reads the version's format first.
 //
 // Updating an endpoint changes only what the command line gives: replicas, team and serving
 // settings not given are the endpoint's current ones. (The API's PUT replaces the whole
 // endpoint; swapping a version with `kiln deploy m:2 --endpoint e` must not also scale a
-// 3-replica endpoint down to 1 or drop its batching settings.)
+// 3-replica endpoint down to 1 or drop its batching settings.) Settings of the other kind
+// of model are not carried over: an endpoint moved from an ONNX model to an LLM loses its
+// batching and ONNX threads, which the platform would refuse for an LLM.
 //
-//   GET the endpoint (404: a new one) ─► merge ─► PUT /api/v1/endpoints/{name}
+//   GET the version (its format) ─► GET the endpoint (404: a new one) ─► merge
+//     ─► PUT /api/v1/endpoints/{name}
 //     ─► print summary ─► [--wait: GET every 250 ms until ready]
 
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -22,10 +29,14 @@ import {
   type Endpoint,
   type EndpointConfig,
   type GraphOptimizationLevel,
+  type LlmSettings,
+  type Model,
+  type ModelFormat,
+  type ModelVersion,
 } from '../api-types.ts';
 import { withClient } from '../context.ts';
 import { CliError, usageError } from '../errors.ts';
-import { apiPath } from '../http-client.ts';
+import { apiPath, type KilnClient } from '../http-client.ts';
 import { printJson, writeOut } from '../output.ts';
 import { deploySummary, notReadyReason, readinessText } from './endpoints-render.ts';
 
@@ -46,6 +57,17 @@ export interface DeployOptions {
   readonly batching?: boolean;
   readonly timeoutMs?: number;
   readonly maxConcurrency?: number;
+  readonly kvCacheBytes?: number;
+  readonly blockSize?: number;
+  readonly maxSeqs?: number;
+  readonly maxBatchedTokens?: number;
+  readonly maxWaiting?: number;
+  /** true with --prefix-caching, false with --no-prefix-caching, absent with neither. */
+  readonly prefixCaching?: boolean;
+  readonly maxN?: number;
+  readonly streamBufferBytes?: number;
+  readonly slowReaderTimeoutMs?: number;
+  readonly maxPausedBlocks?: number;
   readonly wait?: boolean;
   readonly timeoutS: number;
   readonly json?: boolean;
@@ -69,7 +91,11 @@ export function registerDeployCommand(program: Command): void {
       '--team <team>',
       "team that owns the endpoint (default: unchanged; the model's team for a new one)",
     )
-    .option('--threads <n>', 'onnx: intra-op threads per replica (0 = default)', integerOption(0))
+    .option(
+      '--threads <n>',
+      'threads per replica: onnx intra-op threads (0 = default); hf-llm engine threads',
+      integerOption(0),
+    )
     .option('--inter-op-threads <n>', 'onnx: inter-op threads per replica', integerOption(0))
     .addOption(
       new Option('--graph-opt <level>', 'onnx: graph optimization level').choices(
@@ -100,18 +126,56 @@ export function registerDeployCommand(program: Command): void {
       'requests in flight per gateway; beyond it, 429',
       integerOption(1),
     )
+    .option(
+      '--kv-cache-bytes <size>',
+      'hf-llm: KV cache per engine thread, e.g. 67108864 or 64MiB',
+      byteSize,
+    )
+    .option('--block-size <n>', 'hf-llm: token positions per KV block', integerOption(1))
+    .option('--max-seqs <n>', 'hf-llm: sequences in the running batch at once', integerOption(1))
+    .option(
+      '--max-batched-tokens <n>',
+      'hf-llm: tokens computed per engine step (prefill is chunked to fit)',
+      integerOption(1),
+    )
+    .option(
+      '--max-waiting <n>',
+      'hf-llm: requests that may wait to run; beyond it, 429',
+      integerOption(1),
+    )
+    .option('--prefix-caching', 'hf-llm: reuse shared prompt prefixes (the default)')
+    .option('--no-prefix-caching', 'hf-llm: compute every prompt in full')
+    .option('--max-n <n>', 'hf-llm: most choices (n) one request may ask for', integerOption(1))
+    .option(
+      '--stream-buffer-bytes <size>',
+      "hf-llm: a stream's unread bytes before its sequence pauses",
+      byteSize,
+    )
+    .option(
+      '--slow-reader-timeout-ms <ms>',
+      'hf-llm: a stream paused this long is ended',
+      integerOption(1),
+    )
+    .option(
+      '--max-paused-blocks <n>',
+      'hf-llm: KV blocks paused streams may hold together',
+      integerOption(0),
+    )
     .option('--wait', 'wait until every replica is ready')
     .option('--timeout-s <seconds>', 'with --wait: give up after this long', integerOption(1), 120)
     .option('--json', 'print the endpoint as JSON')
     .action(async (text: string, options: DeployOptions, command: Command) => {
-      const given = deployBody(parseVersionRef(text), options);
+      const ref = parseVersionRef(text);
+      deployBody(ref, options); // usage errors before any call
       await withClient(command, async (client) => {
+        const format = await versionFormat(client, ref);
+        const given = deployBody(ref, options, format);
         const path = apiPath('endpoints', options.endpoint);
         const current = await client.get<Endpoint>(path).catch((error: unknown) => {
           if (error instanceof CliError && error.code === 'KILN_ENDPOINT_NOT_FOUND') return null;
           throw error;
         });
-        const body = current === null ? given : keepCurrent(given, current);
+        const body = current === null ? given : keepCurrent(given, current, format);
         let endpoint = await client.put<Endpoint>(path, body);
         if (options.json !== true) writeOut(deploySummary(endpoint));
         if (options.wait === true) {
@@ -128,12 +192,57 @@ export function registerDeployCommand(program: Command): void {
 }
 
 /**
+ * The format of the version a reference names, or null when it cannot be read (the PUT then
+ * says why: no such model, version or alias).
+ */
+export async function versionFormat(
+  client: KilnClient,
+  ref: VersionRef,
+): Promise<ModelFormat | null> {
+  try {
+    let segment: number | string;
+    if (ref.kind === 'latest') {
+      const model = await client.get<Model>(apiPath('models', ref.model));
+      if (model.latestVersion === null) return null;
+      segment = model.latestVersion;
+    } else segment = ref.kind === 'version' ? ref.version : ref.alias;
+    const version = await client.get<ModelVersion>(
+      apiPath('models', ref.model, 'versions', segment),
+    );
+    return version.format;
+  } catch (error) {
+    if (error instanceof CliError) return null;
+    throw error;
+  }
+}
+
+/** Settings of the ONNX runtime and the dynamic batcher: not for hf-llm versions. */
+const notForLlm = [
+  'intraOpThreads',
+  'interOpThreads',
+  'graphOptimizationLevel',
+  'batching',
+] as const;
+
+/**
  * The PUT body for an endpoint that exists: what the command line gave, and for the rest the
  * endpoint's current replicas, team and config. Batching settings given merge into the
- * current batching object (`--queue 512` keeps the current batch size).
+ * current batching object (`--queue 512` keeps the current batch size), LLM settings into
+ * the current `llm` object (`--max-seqs 8` keeps the current KV budget). Current settings
+ * that do not apply to the new version's `format` are dropped, given ones never (the
+ * platform refuses them, naming the field).
  */
-export function keepCurrent(given: DeployBody, current: Endpoint): DeployBody {
+export function keepCurrent(
+  given: DeployBody,
+  current: Endpoint,
+  format: ModelFormat | null = null,
+): DeployBody {
   const config: EndpointConfig = { ...(current.config as EndpointConfig), ...given.config };
+  if (given.config.llm !== undefined && current.config.llm !== undefined)
+    config.llm = { ...current.config.llm, ...given.config.llm };
+  if (format === 'hf-llm') {
+    for (const field of notForLlm) if (given.config[field] === undefined) delete config[field];
+  } else if (format !== null && given.config.llm === undefined) delete config.llm;
   const now = current.config.batching;
   if (given.config.batching !== undefined && given.config.batching !== null && now != null) {
     const merged: BatchingSettings = {
@@ -161,8 +270,15 @@ export function keepCurrent(given: DeployBody, current: Endpoint): DeployBody {
   };
 }
 
-/** The PUT body: version or alias from the reference (neither = latest); absent flags omitted. */
-export function deployBody(ref: VersionRef, options: Omit<DeployOptions, 'timeoutS'>): DeployBody {
+/**
+ * The PUT body: version or alias from the reference (neither = latest); absent flags omitted.
+ * `format` (the version's, when known) says where --threads goes.
+ */
+export function deployBody(
+  ref: VersionRef,
+  options: Omit<DeployOptions, 'timeoutS'>,
+  format: ModelFormat | null = null,
+): DeployBody {
   const body: DeployBody = { model: ref.model, config: {} };
   if (options.replicas !== undefined) body.replicas = options.replicas;
   switch (ref.kind) {
@@ -177,7 +293,11 @@ export function deployBody(ref: VersionRef, options: Omit<DeployOptions, 'timeou
   }
   if (options.team !== undefined) body.team = options.team;
   const config: EndpointConfig = body.config;
-  if (options.threads !== undefined) config.intraOpThreads = options.threads;
+  const llm = llmSettings(options);
+  if (options.threads !== undefined) {
+    if (format === 'hf-llm') llm.threads = options.threads;
+    else config.intraOpThreads = options.threads;
+  }
   if (options.interOpThreads !== undefined) config.interOpThreads = options.interOpThreads;
   if (options.graphOpt !== undefined) config.graphOptimizationLevel = options.graphOpt;
   if (options.maxBodyBytes !== undefined) config.maxBodyBytes = options.maxBodyBytes;
@@ -193,7 +313,44 @@ export function deployBody(ref: VersionRef, options: Omit<DeployOptions, 'timeou
   } else if (Object.keys(batching).length > 0) config.batching = batching;
   if (options.timeoutMs !== undefined) config.timeoutMs = options.timeoutMs;
   if (options.maxConcurrency !== undefined) config.maxConcurrency = options.maxConcurrency;
+  if (Object.keys(llm).length > 0) config.llm = llm;
   return body;
+}
+
+/** The LLM flags given, as `config.llm` fields. */
+function llmSettings(options: Omit<DeployOptions, 'timeoutS'>): LlmSettings {
+  const llm: LlmSettings = {};
+  if (options.kvCacheBytes !== undefined) llm.kvCacheBytes = options.kvCacheBytes;
+  if (options.blockSize !== undefined) llm.blockSize = options.blockSize;
+  if (options.maxSeqs !== undefined) llm.maxNumSeqs = options.maxSeqs;
+  if (options.maxBatchedTokens !== undefined) llm.maxNumBatchedTokens = options.maxBatchedTokens;
+  if (options.maxWaiting !== undefined) llm.maxWaiting = options.maxWaiting;
+  if (options.prefixCaching !== undefined) llm.prefixCaching = options.prefixCaching;
+  if (options.maxN !== undefined) llm.maxN = options.maxN;
+  if (options.streamBufferBytes !== undefined) llm.streamBufferBytes = options.streamBufferBytes;
+  if (options.slowReaderTimeoutMs !== undefined)
+    llm.slowReaderTimeoutMs = options.slowReaderTimeoutMs;
+  if (options.maxPausedBlocks !== undefined) llm.maxPausedBlocks = options.maxPausedBlocks;
+  return llm;
+}
+
+const byteUnits: Readonly<Record<string, number>> = {
+  '': 1,
+  b: 1,
+  kib: 2 ** 10,
+  mib: 2 ** 20,
+  gib: 2 ** 30,
+};
+
+/** `67108864`, `64MiB`, `512 KiB`, `1GiB` → bytes (binary units only: no 1000/1024 doubt). */
+export function byteSize(text: string): number {
+  const match = /^(\d+)\s*([a-z]*)$/i.exec(text.trim());
+  const unit = byteUnits[match?.[2]?.toLowerCase() ?? 'none'];
+  const bytes = match === null || unit === undefined ? Number.NaN : Number(match[1]) * unit;
+  if (!Number.isSafeInteger(bytes) || bytes < 1) {
+    throw new InvalidArgumentError('expected a size in bytes, e.g. 67108864, 512KiB, 64MiB, 1GiB');
+  }
+  return bytes;
 }
 
 /** `8,16` → [8, 16]: whole numbers of at least 1. */

@@ -1,7 +1,8 @@
 // Human renderings of endpoints and API keys (pure: data in, text out).
 
-import type { ApiKey, CreatedApiKey, Endpoint, EndpointStatus } from '../api-types.ts';
-import { inlineMap, renderKeyValues, renderTable, shortTime } from '../output.ts';
+import { resolveLlmServingConfig } from '../../llm/serving/llm-serving-config.ts';
+import type { ApiKey, CreatedApiKey, Endpoint, EndpointStatus, LlmSettings } from '../api-types.ts';
+import { humanSize, inlineMap, renderKeyValues, renderTable, shortTime } from '../output.ts';
 
 export function endpointsTable(endpoints: readonly Endpoint[]): string {
   return renderTable(
@@ -20,17 +21,21 @@ export function endpointsTable(endpoints: readonly Endpoint[]): string {
 /** The endpoint's fields, then its replicas (if any) as a table. */
 export function endpointDetails(endpoint: Endpoint): string {
   const { status } = endpoint;
+  const llm = endpoint.format === 'hf-llm';
   let text = renderKeyValues([
     ['name', endpoint.name],
     ['team', endpoint.team],
     ['model', endpoint.model],
     ['version', endpoint.version],
     ['ref', endpoint.ref],
+    ...(endpoint.format === null ? [] : [['format', endpoint.format] as const]),
     ['replicas', `${endpoint.replicas} (${status.readyReplicas} ready)`],
     ['config', inlineMap(configWithoutBatching(endpoint.config))],
-    ['batching', batchingText(endpoint.config.batching)],
+    llm
+      ? ['llm', llmText(endpoint.config.llm)]
+      : ['batching', batchingText(endpoint.config.batching)],
     ['max concurrency', maxConcurrencyText(status)],
-    ['url', endpoint.url],
+    ['url', llm ? `${endpoint.url} (OpenAI API, model "${endpoint.name}")` : endpoint.url],
     ['ready', status.ready ? 'yes' : 'no'],
     ['reason', status.reason],
     ['created', shortTime(endpoint.createdAt)],
@@ -55,8 +60,26 @@ export function endpointDetails(endpoint: Endpoint): string {
 }
 
 function configWithoutBatching(config: Endpoint['config']): object {
-  const { batching: _shownApart, ...rest } = config;
+  const { batching: _shownApart, llm: _shownApartToo, ...rest } = config;
   return rest;
+}
+
+/**
+ * An hf-llm endpoint's settings with the defaults filled in, as its workers run them:
+ * `KV 64.0 MiB/thread in blocks of 16, 64 seqs × 512 tokens/step, 256 waiting, prefix
+ * caching on, 1 thread, n ≤ 8, streams: pause past 64.0 KiB unread, end after 30000 ms
+ * paused, paused ≤ 1024 blocks`.
+ */
+export function llmText(given: LlmSettings | undefined): string {
+  const llm = resolveLlmServingConfig(given);
+  const threads = `${llm.threads} ${llm.threads === 1 ? 'thread' : 'threads'}`;
+  return (
+    `KV ${humanSize(llm.kvCacheBytes)}/thread in blocks of ${llm.blockSize}, ` +
+    `${llm.maxNumSeqs} seqs × ${llm.maxNumBatchedTokens} tokens/step, ` +
+    `${llm.maxWaiting} waiting, prefix caching ${llm.prefixCaching ? 'on' : 'off'}, ${threads}, ` +
+    `n ≤ ${llm.maxN}, streams: pause past ${humanSize(llm.streamBufferBytes)} unread, ` +
+    `end after ${llm.slowReaderTimeoutMs} ms paused, paused ≤ ${llm.maxPausedBlocks} blocks`
+  );
 }
 
 /** `max 32 rows, wait ≤ 2000 µs, preferred 8/16, queue 256`, `off`, or the runtime's default. */

@@ -30,7 +30,21 @@ function fromFastify(
         : first.keyword === 'additionalProperties'
           ? `${path} has unknown property ${JSON.stringify((first.params as { additionalProperty?: string }).additionalProperty)}`
           : `${path} ${first.message ?? 'is invalid'}`;
-    return kilnError('KILN_VALIDATION_FAILED', { reason }, { validation: error.validation });
+    // The field in the body's own terms (`config.llm.blockSize`), as deploy's checks name it.
+    const pointer = first?.instancePath ?? '';
+    const extra =
+      first?.keyword === 'additionalProperties'
+        ? `/${(first.params as { additionalProperty?: string }).additionalProperty ?? ''}`
+        : '';
+    const field = `${pointer}${extra}`
+      .split('/')
+      .filter((part) => part !== '')
+      .join('.');
+    return kilnError(
+      'KILN_VALIDATION_FAILED',
+      { reason },
+      { ...(field === '' ? {} : { field }), validation: error.validation },
+    );
   }
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

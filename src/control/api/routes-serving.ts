@@ -51,6 +51,25 @@ const deployBody = {
         },
         timeoutMs: { type: 'integer', minimum: 1, maximum: 3_600_000 },
         maxConcurrency: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+        // hf-llm only. Types here; ranges, the format and the model's own limits are checked
+        // by the deploy (llm-deploy-check.ts), with messages that say what would work.
+        llm: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            kvCacheBytes: { type: 'integer' },
+            blockSize: { type: 'integer' },
+            maxNumSeqs: { type: 'integer' },
+            maxNumBatchedTokens: { type: 'integer' },
+            maxWaiting: { type: 'integer' },
+            prefixCaching: { type: 'boolean' },
+            threads: { type: 'integer' },
+            maxN: { type: 'integer' },
+            streamBufferBytes: { type: 'integer' },
+            slowReaderTimeoutMs: { type: 'integer' },
+            maxPausedBlocks: { type: 'integer' },
+          },
+        },
       },
     },
   },
