@@ -176,6 +176,19 @@ export class ServingEngine {
     return this.seqs.size;
   }
 
+  /** A live request's scheduling state and the KV blocks it holds; null when not live. */
+  inspect(requestId: string): {
+    readonly state: 'waiting' | 'running';
+    readonly paused: boolean;
+    readonly numComputed: number;
+    readonly numOutputTokens: number;
+    readonly numBlocks: number;
+  } | null {
+    const state = this.scheduler.inspect(requestId);
+    if (state === null) return null;
+    return { ...state, numBlocks: this.allocator.kvOf(requestId)?.blocks.length ?? 0 };
+  }
+
   load(): EngineLoad {
     const pool = this.allocator.pool.stats();
     const counts = this.scheduler.counts();

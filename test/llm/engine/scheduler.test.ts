@@ -408,3 +408,183 @@ test('property: random arrivals, lengths, stops and cancellations keep every inv
   console.log(`scheduler property test: ${JSON.stringify(seen)}`);
   for (const [path, count] of Object.entries(seen)) assert.ok(count > 0, `${path} never ran`);
 });
+
+/**
+ * A fake with a prefix cache: a sequence's positions stay "cached" after it frees them (as a
+ * real cache keeps blocks until evicted), and `cachedTokens` can seed them.
+ */
+class CachingFakeKv extends FakeKv {
+  readonly cachedTokens = new Map<string, number>();
+  readonly admits: [string, number][] = [];
+
+  admit(seqId: string, numTokens: number): number {
+    this.admits.push([seqId, numTokens]);
+    const cached = Math.min(this.cachedTokens.get(seqId) ?? 0, numTokens - 1);
+    const aligned = Math.floor(cached / this.blockSize) * this.blockSize;
+    if (aligned > 0) this.positions.set(seqId, aligned);
+    return aligned;
+  }
+
+  override free(seqId: string): void {
+    const positions = this.positions.get(seqId) ?? 0;
+    if (positions > (this.cachedTokens.get(seqId) ?? 0)) this.cachedTokens.set(seqId, positions);
+    super.free(seqId);
+  }
+}
+
+test('admission starts from the positions the allocator already holds (prefix cache)', () => {
+  const kv = new CachingFakeKv(100, 4);
+  kv.cachedTokens.set('b', 8);
+  kv.cachedTokens.set('c', 8);
+  const scheduler = new Scheduler(kv, { maxNumTokensPerStep: 16, maxNumSeqs: 4 });
+  scheduler.add({ seqId: 'a', numPromptTokens: 10, maxTokens: 2 });
+  scheduler.add({ seqId: 'b', numPromptTokens: 10, maxTokens: 2 });
+  // c's whole 8-token prompt is cached, but its last token must run: 4 positions reused.
+  scheduler.add({ seqId: 'c', numPromptTokens: 8, maxTokens: 2 });
+  const first = step(scheduler).plan;
+  assert.equal(show(first), 'a:10p* b:2p* c:4p*');
+  assert.deepEqual(first.admitted, [
+    { seqId: 'a', numTokens: 10, numCachedTokens: 0 },
+    { seqId: 'b', numTokens: 10, numCachedTokens: 8 },
+    { seqId: 'c', numTokens: 8, numCachedTokens: 4 },
+  ]);
+  assert.deepEqual(kv.admits, [
+    ['a', 10],
+    ['b', 10],
+    ['c', 8],
+  ]);
+  assert.deepEqual(drain(scheduler).plans, ['a:1d* b:1d* c:1d*']);
+});
+
+test('a preempted sequence is admitted again with prompt + output, reusing what is cached', () => {
+  // The preemption scenario above, with a cache: b recomputes only its last position.
+  const kv = new CachingFakeKv(4, 4);
+  const scheduler = new Scheduler(kv, { maxNumTokensPerStep: 16, maxNumSeqs: 2 });
+  scheduler.add({ seqId: 'a', numPromptTokens: 4, maxTokens: 8 });
+  scheduler.add({ seqId: 'b', numPromptTokens: 4, maxTokens: 8 });
+  const { plans, finished } = drain(scheduler);
+  assert.deepEqual(plans, [
+    'a:4p* b:4p*',
+    'a:1d* b:1d*',
+    'a:1d* b:1d*',
+    'a:1d* b:1d*',
+    'a:1d* b:1d*',
+    'a:1d* -b',
+    'a:1d*',
+    'a:1d*',
+    // b had computed 8 positions: 8 of its 9 tokens come back from the cache.
+    'b:1d*',
+    'b:1d*',
+    'b:1d*',
+  ]);
+  assert.deepEqual(kv.admits.slice(-1), [['b', 9]]);
+  assert.deepEqual(
+    finished.map((f) => `${f.seqId}:${f.numOutputTokens}`),
+    ['a:8', 'b:8'],
+  );
+});
+
+test('a paused sequence is not scheduled and keeps its blocks; a paused waiting one is not admitted', () => {
+  const { kv, scheduler } = make({ maxNumTokensPerStep: 16, maxNumSeqs: 4 }, 100, 4);
+  scheduler.add({ seqId: 'a', numPromptTokens: 4, maxTokens: 6 });
+  scheduler.add({ seqId: 'b', numPromptTokens: 4, maxTokens: 6 });
+  assert.equal(show(step(scheduler).plan), 'a:4p* b:4p*');
+  assert.equal(scheduler.pause('a'), true);
+  assert.equal(show(step(scheduler).plan), 'b:1d*');
+  assert.equal(show(step(scheduler).plan), 'b:1d*');
+  assert.deepEqual(scheduler.inspect('a'), {
+    state: 'running',
+    paused: true,
+    numComputed: 4,
+    numOutputTokens: 1,
+  });
+  assert.equal(kv.blocksOf('a'), 1);
+  assert.equal(scheduler.numPausedBlocks, 1);
+  assert.deepEqual(scheduler.counts(), { running: 1, waiting: 0, paused: 1 });
+  scheduler.add({ seqId: 'c', numPromptTokens: 4, maxTokens: 1 });
+  scheduler.pause('c');
+  assert.deepEqual(scheduler.counts(), { running: 1, waiting: 0, paused: 2 });
+  assert.equal(scheduler.resume('a'), true);
+  assert.equal(show(step(scheduler).plan), 'a:1d* b:1d*');
+  scheduler.resume('c');
+  assert.equal(show(step(scheduler).plan), 'a:1d* b:1d* c:4p*');
+  assert.equal(scheduler.pause('nobody'), false);
+  assert.equal(scheduler.resume('nobody'), false);
+  drain(scheduler);
+  assert.equal(kv.numUsedBlocks, 0);
+});
+
+test('paused sequences over maxPausedBlocks are preempted, oldest-paused first', () => {
+  const { kv, scheduler } = make(
+    { maxNumTokensPerStep: 32, maxNumSeqs: 4, maxPausedBlocks: 2 },
+    100,
+    4,
+  );
+  scheduler.add({ seqId: 'a', numPromptTokens: 6, maxTokens: 4 }); // 2 blocks
+  scheduler.add({ seqId: 'b', numPromptTokens: 6, maxTokens: 4 }); // 2 blocks
+  scheduler.add({ seqId: 'c', numPromptTokens: 2, maxTokens: 4 });
+  assert.equal(show(step(scheduler).plan), 'a:6p* b:6p* c:2p*');
+  scheduler.pause('b');
+  scheduler.pause('a');
+  // 4 paused blocks > 2: b, paused first, goes; a's 2 blocks are within the budget.
+  const plan = step(scheduler).plan;
+  assert.equal(show(plan), 'c:1d* -b');
+  assert.deepEqual(plan.pausedEvictions, ['b']);
+  assert.deepEqual(scheduler.inspect('b'), {
+    state: 'waiting',
+    paused: true,
+    numComputed: 0,
+    numOutputTokens: 1,
+  });
+  assert.equal(kv.blocksOf('b'), 0);
+  assert.equal(kv.blocksOf('a'), 2);
+  // Still paused: not admitted, though blocks are free.
+  assert.equal(show(step(scheduler).plan), 'c:1d*');
+  scheduler.resume('b');
+  scheduler.resume('a');
+  // b recomputes prompt + its one output token, then samples its second.
+  assert.equal(show(step(scheduler).plan), 'a:1d* b:7p* c:1d*');
+  drain(scheduler);
+  assert.equal(kv.numUsedBlocks, 0);
+});
+
+test('out of blocks, a paused sequence is preempted before any running one', () => {
+  const { scheduler } = make({ maxNumTokensPerStep: 16, maxNumSeqs: 4 }, 3, 4);
+  scheduler.add({ seqId: 'a', numPromptTokens: 4, maxTokens: 8 });
+  scheduler.add({ seqId: 'b', numPromptTokens: 4, maxTokens: 8 });
+  assert.equal(show(step(scheduler).plan), 'a:4p* b:4p*');
+  scheduler.pause('a');
+  const plans = [1, 2, 3, 4, 5].map(() => step(scheduler).plan);
+  // b (the newest, which would otherwise preempt itself) takes a's block at position 8.
+  assert.deepEqual(plans.map(show), ['b:1d*', 'b:1d*', 'b:1d*', 'b:1d*', 'b:1d* -a']);
+  assert.deepEqual(plans[4]!.pausedEvictions, ['a']);
+  scheduler.resume('a');
+  const { finished } = drain(scheduler);
+  assert.deepEqual(
+    finished.map((f) => `${f.seqId}:${f.reason}:${f.numOutputTokens}`),
+    ['b:length:8', 'a:length:8'],
+  );
+});
+
+test('static batching: a batch is formed only when nothing runs, then runs to completion', () => {
+  const { scheduler } = make({ maxNumTokensPerStep: 4, maxNumSeqs: 3, batching: 'static' }, 100, 4);
+  scheduler.add({ seqId: 'a', numPromptTokens: 2, maxTokens: 2 });
+  scheduler.add({ seqId: 'b', numPromptTokens: 6, maxTokens: 3 });
+  scheduler.add({ seqId: 'c', numPromptTokens: 2, maxTokens: 1 });
+  scheduler.add({ seqId: 'd', numPromptTokens: 2, maxTokens: 1 });
+  const first = step(scheduler).plan;
+  // a, b and c form the batch (c with no tokens yet: the budget is spent); d waits.
+  assert.equal(show(first), 'a:2p* b:2p');
+  assert.deepEqual(
+    first.admitted.map((a) => a.seqId),
+    ['a', 'b', 'c'],
+  );
+  assert.deepEqual(drain(scheduler).plans, [
+    'a:1d* b:3p',
+    'b:1p* c:2p*',
+    'b:1d*',
+    'b:1d*',
+    // Only now, with the batch done, is d admitted.
+    'd:2p*',
+  ]);
+});
