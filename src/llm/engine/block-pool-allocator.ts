@@ -106,6 +106,26 @@ export class BlockPoolAllocator implements KvAllocator {
     seq.registered = full;
   }
 
+  /**
+   * Token slots of the blocks the live sequences hold (each block once, shared or not) and
+   * how many of them hold a position: reserved − filled is the paged cache's waste (the
+   * unfilled tail of each sequence's last block). Between steps, where reserved = computed.
+   */
+  slotUsage(): { readonly reservedSlots: number; readonly filledSlots: number } {
+    const filledByBlock = new Map<number, number>();
+    for (const seq of this.seqs.values()) {
+      const kv = seq.kv;
+      if (kv === null) continue;
+      kv.blocks.forEach((block, i) => {
+        const filled = Math.min(this.blockSize, Math.max(0, kv.numTokens - i * this.blockSize));
+        filledByBlock.set(block, Math.max(filledByBlock.get(block) ?? 0, filled));
+      });
+    }
+    let filledSlots = 0;
+    for (const filled of filledByBlock.values()) filledSlots += filled;
+    return { reservedSlots: filledByBlock.size * this.blockSize, filledSlots };
+  }
+
   private get(seqId: string): Tracked {
     const seq = this.seqs.get(seqId);
     if (seq === undefined) throw new Error(`sequence ${seqId} is not tracked`);

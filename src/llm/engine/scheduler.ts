@@ -24,8 +24,11 @@
 //    already being paid.
 // 2. Running prefills (chunked, recomputes after preemption) with what is left of the budget.
 // 3. Admission from the waiting queue (only in a step that preempted nothing), head first, while a sequence slot and budget remain
-//    and the head's first chunk fits in free blocks. Admission never preempts, and a head that
-//    does not fit stops admission (strict FCFS: a big request is not starved by small ones).
+//    and the head's first chunk fits in free blocks. Admission never preempts a running
+//    sequence (paused ones give way: below), and a head that does not fit stops admission
+//    (strict FCFS: a big request is not starved by small ones); one that does not fit with
+//    nothing running never will (its cached prefix and first chunk exceed the whole cache)
+//    and ends with 'kv_cache_full'.
 // Preemption: when a running sequence cannot get blocks for its tokens, the newest running
 // sequence (last in priority-then-arrival order) is preempted, even one already planned this
 // step (its plan entry is withdrawn and its tokens go back to the budget), until the append
@@ -42,10 +45,12 @@
 // prefix-cache hit): it then starts with numComputed = k and computes only the rest.
 //
 // Pause (backpressure from a slow reader): a paused sequence is never scheduled nor admitted;
-// a running one keeps its blocks. Paused sequences give way first: out of blocks, the
-// oldest-paused running sequence is preempted before any running one; and when paused
-// sequences hold more than maxPausedBlocks blocks together, the oldest-paused are preempted
-// until they do not (pausedEvictions). A paused sequence does not count against maxNumSeqs.
+// a running one keeps its blocks. Paused sequences give way first: out of blocks (for a
+// running sequence or the waiting head), the oldest-paused running sequence is preempted
+// before any running one; and when paused sequences hold more than maxPausedBlocks blocks
+// together, the oldest-paused are preempted until they do not (pausedEvictions). A paused sequence does not count against maxNumSeqs
+// (a slow reader must not hold a batch slot); when resumed ones make the unpaused running
+// sequences more than maxNumSeqs, a step plans the first maxNumSeqs of them in running order.
 // Resumed, it decodes again, or (preempted meanwhile) is admitted again at its place.
 //
 // Batching 'static' (only to measure continuous batching against): admission happens only
@@ -238,6 +243,7 @@ export class Scheduler {
     const admitted: AdmittedSeq[] = [];
     const finished: FinishedSeq[] = [];
     let budget = this.options.maxNumTokensPerStep;
+    const batchWasEmpty = this.running.length === 0;
     /** Whether a sequence was preempted for another's blocks (then no admission). */
     let preemptedForSpace = false;
 
@@ -274,7 +280,8 @@ export class Scheduler {
     // ones, for blocks.
     const planRunning = (seq: Seq): void => {
       const numTokens = Math.min(numTokensOf(seq) - seq.numComputed, budget);
-      if (numTokens < 1) return;
+      // Resumed sequences may leave more unpaused running than a batch takes: the rest wait.
+      if (numTokens < 1 || scheduled.size >= this.options.maxNumSeqs) return;
       while (!this.kv.append(seq.seqId, numTokens)) {
         preemptedForSpace = true;
         const paused = oldestPausedRunning();
@@ -312,7 +319,7 @@ export class Scheduler {
     // newcomer that the next append may preempt again (vLLM v1 does the same). Static
     // batching admits only into an empty batch, and then fills it whatever the budget.
     const isStatic = this.options.batching === 'static';
-    const admitting = !preemptedForSpace && (!isStatic || this.running.length === 0);
+    const admitting = !preemptedForSpace && (!isStatic || batchWasEmpty);
     let index = 0;
     while (
       admitting &&
@@ -336,6 +343,24 @@ export class Scheduler {
       const numTokens = Math.min(numTokensOf(head) - numCached, budget);
       if (numTokens > 0 && !this.kv.append(head.seqId, numTokens)) {
         this.kv.free(head.seqId);
+        // Paused sequences give their blocks to the head before it waits for running ones.
+        const paused = oldestPausedRunning();
+        if (paused !== undefined) {
+          preempt(paused);
+          pausedEvictions.push(paused.seqId);
+          index = this.waiting.indexOf(head); // the victim may have gone in ahead of it
+          continue;
+        }
+        // Nothing holds blocks but the prefix cache (evictable): the head can never fit.
+        if (this.running.length === 0) {
+          finished.push({
+            seqId: head.seqId,
+            reason: 'kv_cache_full',
+            numOutputTokens: head.numOutputTokens,
+          });
+          this.remove(head);
+          continue;
+        }
         break;
       }
       this.waiting.splice(index, 1);

@@ -292,12 +292,19 @@ export class EngineHost implements LlmEngine {
       if (list === undefined) byRequest.set(event.requestId, [event]);
       else list.push(event);
     }
+    // Every request gets its events even if one callback throws; the first error is rethrown.
+    let failure: Error | null = null;
     for (const [requestId, events] of byRequest) {
       const pending = this.requests.get(requestId);
       if (pending === undefined) continue; // cancelled by an earlier callback of this step
       if (events.some((e) => e.kind !== 'token')) this.forget(requestId);
-      pending.onEvents(events);
+      try {
+        pending.onEvents(events);
+      } catch (error) {
+        failure ??= error instanceof Error ? error : new Error(String(error));
+      }
     }
+    if (failure !== null) throw failure;
   }
 
   /** A thread died: its requests end with an error; the others carry on. */

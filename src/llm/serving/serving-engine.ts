@@ -189,6 +189,15 @@ export class ServingEngine {
     return { ...state, numBlocks: this.allocator.kvOf(requestId)?.blocks.length ?? 0 };
   }
 
+  /**
+   * KV token slots the live sequences' blocks hold, and how many hold a position (for the
+   * memory-waste measurement: (reserved − filled) ÷ reserved). Blocks kept only by the
+   * prefix cache (evictable, counted free) are not included.
+   */
+  kvSlotUsage(): { readonly reservedSlots: number; readonly filledSlots: number } {
+    return this.allocator.slotUsage();
+  }
+
   load(): EngineLoad {
     const pool = this.allocator.pool.stats();
     const counts = this.scheduler.counts();

@@ -419,7 +419,12 @@ class CachingFakeKv extends FakeKv {
 
   admit(seqId: string, numTokens: number): number {
     this.admits.push([seqId, numTokens]);
-    const cached = Math.min(this.cachedTokens.get(seqId) ?? 0, numTokens - 1);
+    // A hit takes blocks of its own here (a real one may share them): at most what is free.
+    const cached = Math.min(
+      this.cachedTokens.get(seqId) ?? 0,
+      numTokens - 1,
+      this.numFreeBlocks * this.blockSize,
+    );
     const aligned = Math.floor(cached / this.blockSize) * this.blockSize;
     if (aligned > 0) this.positions.set(seqId, aligned);
     return aligned;
@@ -566,6 +571,19 @@ test('out of blocks, a paused sequence is preempted before any running one', () 
   );
 });
 
+test('a paused sequence gives its blocks to the waiting head', () => {
+  const { scheduler } = make({ maxNumTokensPerStep: 16, maxNumSeqs: 4 }, 3, 4);
+  scheduler.add({ seqId: 'a', numPromptTokens: 8, maxTokens: 4 });
+  assert.equal(show(step(scheduler).plan), 'a:8p*');
+  scheduler.pause('a');
+  scheduler.add({ seqId: 'b', numPromptTokens: 8, maxTokens: 1 });
+  const plan = step(scheduler).plan;
+  assert.equal(show(plan), 'b:8p* -a');
+  assert.deepEqual(plan.pausedEvictions, ['a']);
+  scheduler.resume('a');
+  assert.equal(show(step(scheduler).plan), 'a:9p*');
+});
+
 test('static batching: a batch is formed only when nothing runs, then runs to completion', () => {
   const { scheduler } = make({ maxNumTokensPerStep: 4, maxNumSeqs: 3, batching: 'static' }, 100, 4);
   scheduler.add({ seqId: 'a', numPromptTokens: 2, maxTokens: 2 });
@@ -587,4 +605,89 @@ test('static batching: a batch is formed only when nothing runs, then runs to co
     // Only now, with the batch done, is d admitted.
     'd:2p*',
   ]);
+});
+
+// Among what this covers: a preempted sequence whose cached prefix plus the rest exceed the
+// whole cache, at the head with nothing running, must end (kv_cache_full), not stall the queue.
+test('property: pauses, a prefix cache and both batching modes keep every invariant', () => {
+  const seen = { paused: 0, pausedEvictions: 0, cachedAdmissions: 0, preempted: 0, static: 0 };
+  for (let seed = 1; seed <= 40; seed++) {
+    const random = createRandom(1000 + seed);
+    const isStatic = random.next() < 0.3;
+    const options: SchedulerOptions = {
+      maxNumTokensPerStep: 1 + random.int(32),
+      maxNumSeqs: 1 + random.int(6),
+      maxPausedBlocks: random.int(6),
+      batching: isStatic ? 'static' : 'continuous',
+    };
+    if (isStatic) seen.static += 1;
+    const kv = new CachingFakeKv(4 + random.int(20), 1 + random.int(8));
+    const scheduler = new Scheduler(kv, options);
+    const capacity = kv.numTotalBlocks * kv.blockSize;
+    const ended = new Set<string>();
+    const paused = new Set<string>();
+    let added = 0;
+    for (let stepIndex = 0; stepIndex < 5000; stepIndex++) {
+      for (let i = 0; stepIndex < 150 && i < random.int(3); i++) {
+        const id = `s${added++}`;
+        const result = scheduler.add({
+          seqId: id,
+          numPromptTokens: 1 + random.int(capacity),
+          maxTokens: 1 + random.int(16),
+        });
+        assert.equal(result.ok, true);
+      }
+      const live = [...Array(added).keys()].map((i) => `s${i}`).filter((id) => !ended.has(id));
+      // Pause or resume at random while arrivals last; then resume everything to drain.
+      for (const id of live) {
+        if (stepIndex >= 150 || (paused.has(id) && random.next() < 0.2)) {
+          scheduler.resume(id);
+          paused.delete(id);
+        } else if (!paused.has(id) && random.next() < 0.05) {
+          scheduler.pause(id);
+          paused.add(id);
+          seen.paused += 1;
+        }
+      }
+      const runningBefore = scheduler.numRunning;
+      const plan = scheduler.schedule();
+      assert.ok(plan.numScheduledTokens <= options.maxNumTokensPerStep);
+      assert.ok(plan.scheduled.length <= options.maxNumSeqs, `seed ${seed}`);
+      assert.ok(kv.numUsedBlocks <= kv.numTotalBlocks);
+      assert.ok(
+        scheduler.numPausedBlocks <= options.maxPausedBlocks!,
+        `paused budget, seed ${seed}`,
+      );
+      if (isStatic && runningBefore > 0) assert.deepEqual(plan.admitted, [], 'static: no joining');
+      for (const s of plan.scheduled) {
+        assert.equal(paused.has(s.seqId), false, 'a paused sequence is never scheduled');
+        assert.equal(kv.positions.get(s.seqId), s.startPosition + s.numTokens);
+      }
+      for (const a of plan.admitted) {
+        assert.equal(paused.has(a.seqId), false, 'a paused sequence is never admitted');
+        assert.ok(a.numCachedTokens <= a.numTokens - 1);
+        assert.equal(a.numCachedTokens % kv.blockSize, 0);
+        if (a.numCachedTokens > 0) seen.cachedAdmissions += 1;
+      }
+      seen.preempted += plan.preempted.length;
+      seen.pausedEvictions += plan.pausedEvictions.length;
+      for (const id of plan.pausedEvictions) assert.ok(plan.preempted.includes(id));
+      for (const id of plan.preempted) assert.equal(kv.positions.has(id), false);
+      for (const f of plan.finished) ended.add(f.seqId);
+      for (const f of scheduler.onStepDone()) ended.add(f.seqId);
+      for (const id of live)
+        if (!ended.has(id)) {
+          const state = scheduler.inspect(id)!;
+          assert.equal(state.paused, paused.has(id));
+          if (state.state === 'waiting') assert.equal(kv.positions.has(id), false);
+          else assert.equal(kv.positions.get(id) ?? 0, state.numComputed);
+        }
+      if (stepIndex >= 150 && scheduler.numRunning + scheduler.numWaiting === 0) break;
+    }
+    assert.equal(scheduler.numRunning + scheduler.numWaiting, 0, `seed ${seed} drained`);
+    assert.equal(ended.size, added);
+    assert.equal(kv.numUsedBlocks, 0);
+  }
+  console.log(`scheduler pause/cache property test: ${JSON.stringify(seen)}`);
+  for (const [path, count] of Object.entries(seen)) assert.ok(count > 0, `${path} never ran`);
 });

@@ -307,3 +307,31 @@ test('bad requests are refused synchronously with a reason', async () => {
   const full = engine.add({ ...ok, requestId: 'ok3' });
   assert.equal(full.ok === false && full.reason, 'queue_full');
 });
+
+test('a sequence that outgrows the whole KV cache ends with kv_cache_full and frees it', async () => {
+  const requests = await tenRequests('k');
+  const prompt = requests[2]!.promptTokens; // 20 tokens
+  const alone = runAlone(await inProcess(), [greedy('k', prompt, 30)]).get('k')!;
+  const engine = await inProcess({ kvCacheBytes: 2 * 16384 }); // 2 blocks: 32 positions
+  engine.add(greedy('k', prompt, 30));
+  const outcome = drain(engine).get('k')!;
+  assert.equal(outcome.done?.reason, 'kv_cache_full');
+  // Positions 0–31 computed: the token sampled after position 31 is the 13th.
+  assert.deepEqual(outcome.tokens, alone.tokens.slice(0, 13));
+  assert.ok(alone.text.startsWith(outcome.text));
+  assert.equal(engine.load().kvBlocksUsed, 0);
+});
+
+test('the paged cache reserves only the unfilled tail of each last block', async () => {
+  const requests = await thirtyTwoRequests('w');
+  const engine = await inProcess({ prefixCaching: false });
+  for (const request of requests) engine.add(request);
+  for (let i = 0; i < 20; i++) engine.step();
+  const { reservedSlots, filledSlots } = engine.kvSlotUsage();
+  const live = requests.filter((r) => engine.inspect(r.requestId) !== null);
+  let expectedFilled = 0;
+  for (const r of live) expectedFilled += engine.inspect(r.requestId)!.numComputed;
+  assert.equal(filledSlots, expectedFilled);
+  assert.equal(reservedSlots, engine.load().kvBlocksUsed * 16);
+  assert.ok(reservedSlots - filledSlots < live.length * 16);
+});
