@@ -154,7 +154,11 @@ export function runExchange(
     ended = true;
     run.cancel();
     const error = openAiError(500, `the engine failed: ${message}`);
-    if (writer === null) sendOpenAiError(response, error, headers);
+    if (writer === null)
+      sendOpenAiError(response, error, {
+        ...headers,
+        'kiln-load': JSON.stringify(loadReport(service)),
+      });
     else {
       writer.write(sseData(error.body));
       writer.end(sseDone);
@@ -343,7 +347,10 @@ export function runExchange(
   if (refusal !== null) {
     ended = true;
     if (refusal.reason === 'queue_full') service.metrics.queueFull.inc();
-    sendOpenAiError(response, refusalError(refusal), headers);
+    sendOpenAiError(response, refusalError(refusal), {
+      ...headers,
+      'kiln-load': JSON.stringify(loadReport(service)),
+    });
     return;
   }
   writer?.open(200, {

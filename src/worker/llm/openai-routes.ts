@@ -123,6 +123,11 @@ export async function handleOpenAiRoute(
     return sendOpenAiError(response, openAiError(503, `${spec.endpoint} is not ready`), headers);
   }
   if (path === '/kiln/v1/load') return sendJson(response, loadReport(service), headers);
+  // Routers read the load from every answer, refusals included.
+  const loaded = (): Record<string, string> => ({
+    ...headers,
+    'kiln-load': JSON.stringify(loadReport(service)),
+  });
   if (path === '/v1/models') {
     return sendJson(
       response,
@@ -151,7 +156,7 @@ export async function handleOpenAiRoute(
     service.inflight -= 1;
   });
   const body = await readJson(request, spec.maxBodyBytes);
-  if (!body.ok) return sendOpenAiError(response, body.error, headers);
+  if (!body.ok) return sendOpenAiError(response, body.error, loaded());
   const named = (body.value as { model?: unknown } | null)?.model;
   if (typeof named === 'string' && named !== spec.endpoint && named !== spec.model) {
     return sendOpenAiError(
@@ -161,17 +166,17 @@ export async function handleOpenAiRoute(
         param: 'model',
         code: 'model_not_found',
       }),
-      headers,
+      loaded(),
     );
   }
   const limits = { maxN: service.config.maxN, contextLength: service.engine.contextLength };
   const contextLength = service.engine.contextLength;
   if (path === '/v1/completions') {
     const parsed = parseCompletionRequest(body.value, limits);
-    if (!parsed.ok) return sendOpenAiError(response, parsed.error, headers);
+    if (!parsed.ok) return sendOpenAiError(response, parsed.error, loaded());
     const id = responseId('cmpl');
     const prepared = prepareCompletion(id, parsed.request, service.tokenizer, contextLength);
-    if ('status' in prepared) return sendOpenAiError(response, prepared, headers);
+    if ('status' in prepared) return sendOpenAiError(response, prepared, loaded());
     return runExchange(
       service,
       { ...exchangeOf(parsed.request, id, arrivedNs), kind: 'completion', topLogprobs: 0 },
@@ -181,10 +186,10 @@ export async function handleOpenAiRoute(
     );
   }
   const parsed = parseChatRequest(body.value, limits);
-  if (!parsed.ok) return sendOpenAiError(response, parsed.error, headers);
+  if (!parsed.ok) return sendOpenAiError(response, parsed.error, loaded());
   const id = responseId('chatcmpl');
   const prepared = prepareChat(id, parsed.request, service.tokenizer, contextLength);
-  if ('status' in prepared) return sendOpenAiError(response, prepared, headers);
+  if ('status' in prepared) return sendOpenAiError(response, prepared, loaded());
   return runExchange(
     service,
     {

@@ -36,7 +36,11 @@ export interface LlmWorker {
   close(): Promise<void>;
 }
 
-export async function startLlmWorker(llm: LlmServingConfig = {}): Promise<LlmWorker> {
+/** A spec serving tiny-llama from a fresh artifact store (the temp home goes with the test file). */
+export async function llmWorkerSpec(
+  llm: LlmServingConfig = {},
+  overrides: Partial<WorkerSpec> = {},
+): Promise<WorkerSpec> {
   const home = await tempDir('kiln-llm-worker-');
   const store = new ArtifactStore(join(home, 'artifacts'));
   await store.init();
@@ -64,7 +68,16 @@ export async function startLlmWorker(llm: LlmServingConfig = {}): Promise<LlmWor
     batching: null,
     defaultTimeoutMs: null,
     llm: { kvCacheBytes: 8 << 20, ...llm },
+    ...overrides,
   };
+  return spec;
+}
+
+export async function startLlmWorker(
+  llm: LlmServingConfig = {},
+  overrides: Partial<WorkerSpec> = {},
+): Promise<LlmWorker> {
+  const spec = await llmWorkerSpec(llm, overrides);
   const events: WorkerEvent[] = [];
   const worker = await startWorker(spec, (event) => events.push(event));
   await worker.loaded;

@@ -182,6 +182,63 @@ test('n = 2 with a seed: two choices, reproducible; several prompts numbered pro
   );
 });
 
+test('16 concurrent greedy streams each produce the text they produce alone', async () => {
+  const prompts = Array.from({ length: 16 }, (_, i) => `${i} ${'copyleft '.repeat(i % 5)}licence`);
+  const alone: string[] = [];
+  for (const p of prompts) {
+    const c = await client.completions.create({
+      model: 'tiny',
+      prompt: p,
+      max_tokens: 12,
+      temperature: 0,
+    });
+    alone.push(c.choices[0]!.text);
+  }
+  const together = await Promise.all(
+    prompts.map(async (p) => {
+      const stream = await client.completions.create({
+        model: 'tiny',
+        prompt: p,
+        max_tokens: 12,
+        temperature: 0,
+        stream: true,
+      });
+      let text = '';
+      for await (const chunk of stream) text += chunk.choices[0]?.text ?? '';
+      return text;
+    }),
+  );
+  assert.deepEqual(together, alone);
+});
+
+test('echo puts the prompt before the completion, streamed or not', async () => {
+  const plain = await client.completions.create({
+    model: 'tiny',
+    prompt,
+    max_tokens: 5,
+    temperature: 0,
+  });
+  const echoed = await client.completions.create({
+    model: 'tiny',
+    prompt,
+    max_tokens: 5,
+    temperature: 0,
+    echo: true,
+  });
+  assert.equal(echoed.choices[0]!.text, prompt + plain.choices[0]!.text);
+  const stream = await client.completions.create({
+    model: 'tiny',
+    prompt,
+    max_tokens: 5,
+    temperature: 0,
+    echo: true,
+    stream: true,
+  });
+  let text = '';
+  for await (const chunk of stream) text += chunk.choices[0]?.text ?? '';
+  assert.equal(text, prompt + plain.choices[0]!.text);
+});
+
 test('stop: the text ends before the stop string, finish_reason stop', async () => {
   const whole = await client.completions.create({
     model: 'tiny',
