@@ -76,6 +76,12 @@ export class LlmReplicaLoad {
   lastTrafficMs = 0;
   /** Whether a poll loop runs for this replica (llm-load-monitor.ts). */
   polling = false;
+  /**
+   * Body bytes of the requests sent here whose answer has not yet begun its body: prompts
+   * still in prefill (a stream's first byte follows its first token), which no report
+   * weighs by size. A long prompt there is a long wait for whoever comes next.
+   */
+  awaitingFirstByteBytes = 0;
 
   /** Counts a request sent to the replica; returns its number (the baseline of its answer's report). */
   noteSent(): number {

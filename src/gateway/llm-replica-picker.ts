@@ -4,9 +4,16 @@
 //
 // Each replica gets a load score, in queued-request units:
 //
-//   score = queued + kvWeight × kvUtilization
+//   score = queued + kvWeight × kvUtilization + prefill
 //   queued = max(running + waiting, inflight − paused)      from its last report
 //          + requests this gateway sent after that report  (the report cannot hold them)
+//   prefill = body bytes of requests sent there whose answer has not started its body
+//             ÷ prefillBytesPerRequest
+//
+// The prefill term is the gateway's own knowledge: counts cannot tell a replica busy with a
+// 4 000-token prompt from one with a 10-token prompt, and a request sent behind the long
+// one waits for all of its prefill (the time to first token that routing exists to keep
+// low). A stream's first byte follows its first token, so prefill is over then.
 //
 // A report older than `reportMaxAgeMs` (no traffic lately, so no polling) is not trusted:
 // the gateway's own count of requests in flight there stands in, with no KV term.
@@ -37,6 +44,7 @@ export interface LlmReplicaView {
     readonly report: LlmLoadReport | null;
     readonly reportAtMs: number;
     readonly sentSinceReport: number;
+    readonly awaitingFirstByteBytes: number;
   };
 }
 
@@ -47,12 +55,15 @@ export interface LlmPickSettings {
   readonly kvWeight: number;
   /** Reports older than this (ms) are not trusted. */
   readonly reportMaxAgeMs: number;
+  /** Request body bytes awaiting their first answer byte that count as one queued request. */
+  readonly prefillBytesPerRequest: number;
 }
 
 export const defaultLlmPickSettings: LlmPickSettings = {
   affinitySlack: 2,
   kvWeight: 4,
   reportMaxAgeMs: 1_000,
+  prefillBytesPerRequest: 1_024,
 };
 
 export type LlmPickReason = 'affinity' | 'least_loaded' | 'round_robin';
@@ -81,14 +92,15 @@ export function llmLoadScore(
   settings: LlmPickSettings,
 ): number {
   const load = replica.llmLoad;
+  const prefill = load.awaitingFirstByteBytes / settings.prefillBytesPerRequest;
   const report = load.report;
   if (report === null || nowMs - load.reportAtMs > settings.reportMaxAgeMs) {
-    return replica.outstanding;
+    return replica.outstanding + prefill;
   }
   const queued =
     Math.max(report.running + report.waiting, report.inflight - report.paused) +
     load.sentSinceReport;
-  return queued + settings.kvWeight * report.kvUtilization;
+  return queued + settings.kvWeight * report.kvUtilization + prefill;
 }
 
 export function pickLlmReplica<R extends LlmReplicaView>(

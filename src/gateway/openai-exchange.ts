@@ -103,6 +103,8 @@ export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandle
   private replica: ReplicaState | null = null;
   /** The number of this request among those sent to `replica` (llm-replica-load.ts). */
   private sentIndex = 0;
+  /** Bytes this request adds to its replica's awaitingFirstByteBytes (0: none now). */
+  private awaitingBytes = 0;
   private controller: Dispatcher.DispatchController | null = null;
   private retried = false;
   private responseStarted = false;
@@ -262,6 +264,8 @@ export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandle
     replica.outstanding += 1;
     this.replica = replica;
     this.sentIndex = replica.llmLoad.noteSent();
+    this.awaitingBytes = this.body!.length;
+    replica.llmLoad.awaitingFirstByteBytes += this.awaitingBytes;
     this.controller = null;
     try {
       replica.pool.dispatch(
@@ -332,6 +336,7 @@ export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandle
     if (this.done) return;
     if (!this.firstByteSeen) {
       this.firstByteSeen = true;
+      this.endPrefill();
       if (this.streamRequested && this.status === 200) {
         this.llmSeries?.firstByte((performance.now() - this.startMs) / 1000);
       }
@@ -423,7 +428,16 @@ export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandle
 
   // --- endings ------------------------------------------------------------------------
 
+  /** The answer has begun (or ended): this prompt no longer weighs on its replica's prefill. */
+  private endPrefill(): void {
+    if (this.awaitingBytes !== 0 && this.replica !== null) {
+      this.replica.llmLoad.awaitingFirstByteBytes -= this.awaitingBytes;
+    }
+    this.awaitingBytes = 0;
+  }
+
   private releaseReplica(): ReplicaState | null {
+    this.endPrefill();
     const replica = this.replica;
     if (replica !== null) {
       replica.outstanding -= 1;

@@ -11,10 +11,11 @@ import type { LlmLoadReport } from '../../src/gateway/llm-replica-load.ts';
 /**
  * - `ok`: answers at once (a stream: three text chunks, then `[DONE]`).
  * - `hold`: a stream's headers and first chunk, then nothing until `release()`.
+ * - `stall`: nothing at all (a prompt still in prefill) until `release()`.
  * - `flood`: a stream of ~16 KiB events written as fast as the connection takes them
  *   (waiting for 'drain' when a write returns false), up to `floodLimitBytes`.
  */
-export type LlmWorkerBehavior = 'ok' | 'hold' | 'flood';
+export type LlmWorkerBehavior = 'ok' | 'hold' | 'stall' | 'flood';
 
 export interface LlmReceived {
   readonly path: string;
@@ -78,6 +79,41 @@ export async function fakeLlmWorker(
     },
     close: () => close(),
   };
+  /** Answers a generation request as `behavior` says. */
+  const respond = (
+    res: ServerResponse,
+    path: string,
+    body: Record<string, unknown>,
+    behavior: LlmWorkerBehavior,
+  ): void => {
+    const chat = path === '/v1/chat/completions';
+    const model = typeof body.model === 'string' ? body.model : '';
+    const loadHeader = { 'kiln-load': JSON.stringify(worker.load) };
+    if (body.stream !== true) {
+      res.writeHead(200, { 'content-type': 'application/json', ...loadHeader });
+      res.end(JSON.stringify(answer(chat, model, `from ${name}`)));
+      return;
+    }
+    res.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      ...loadHeader,
+    });
+    const event = (data: unknown): string => `data: ${JSON.stringify(data)}\n\n`;
+    if (behavior === 'flood') {
+      flood(res, worker, event(chunk(chat, model, 'x'.repeat(16 * 1024), null)));
+      return;
+    }
+    const pieces = chat ? ['', ...streamPieces] : streamPieces;
+    res.write(event(chunk(chat, model, pieces[0]!, null, chat)));
+    const rest = (): void => {
+      for (const piece of pieces.slice(1)) res.write(event(chunk(chat, model, piece, null)));
+      res.write(event(chunk(chat, model, '', 'stop')));
+      res.end('data: [DONE]\n\n');
+    };
+    if (behavior === 'hold') held.push(rest);
+    else rest();
+  };
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -97,33 +133,8 @@ export async function fakeLlmWorker(
       res.on('close', () => {
         if (!ended) worker.aborted += 1;
       });
-      const chat = path === '/v1/chat/completions';
-      const model = typeof body.model === 'string' ? body.model : '';
-      const loadHeader = { 'kiln-load': JSON.stringify(worker.load) };
-      if (body.stream !== true) {
-        res.writeHead(200, { 'content-type': 'application/json', ...loadHeader });
-        res.end(JSON.stringify(answer(chat, model, `from ${name}`)));
-        return;
-      }
-      res.writeHead(200, {
-        'content-type': 'text/event-stream',
-        'cache-control': 'no-cache',
-        ...loadHeader,
-      });
-      const event = (data: unknown): string => `data: ${JSON.stringify(data)}\n\n`;
-      if (worker.behavior === 'flood') {
-        flood(res, worker, event(chunk(chat, model, 'x'.repeat(16 * 1024), null)));
-        return;
-      }
-      const pieces = chat ? ['', ...streamPieces] : streamPieces;
-      res.write(event(chunk(chat, model, pieces[0]!, null, chat)));
-      const rest = (): void => {
-        for (const piece of pieces.slice(1)) res.write(event(chunk(chat, model, piece, null)));
-        res.write(event(chunk(chat, model, '', 'stop')));
-        res.end('data: [DONE]\n\n');
-      };
-      if (worker.behavior === 'hold') held.push(rest);
-      else rest();
+      if (worker.behavior === 'stall') held.push(() => respond(res, path, body, 'ok'));
+      else respond(res, path, body, worker.behavior);
     });
   });
   server.on('connection', (socket: Socket) => {

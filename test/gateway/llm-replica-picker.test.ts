@@ -9,7 +9,12 @@ import {
   type LlmReplicaView,
 } from '../../src/gateway/llm-replica-picker.ts';
 
-const settings = { affinitySlack: 2, kvWeight: 4, reportMaxAgeMs: 1_000 };
+const settings = {
+  affinitySlack: 2,
+  kvWeight: 4,
+  reportMaxAgeMs: 1_000,
+  prefillBytesPerRequest: 1_000,
+};
 const nowMs = 10_000;
 
 function report(fields: Partial<LlmLoadReport> = {}): LlmLoadReport {
@@ -33,6 +38,7 @@ function replica(
     ageMs?: number;
     outstanding?: number;
     ejectedUntilMs?: number;
+    awaitingBytes?: number;
   } = {},
 ): LlmReplicaView {
   return {
@@ -43,6 +49,7 @@ function replica(
       report: fields === null ? null : report(fields),
       reportAtMs: nowMs - (extra.ageMs ?? 10),
       sentSinceReport: extra.sentSinceReport ?? 0,
+      awaitingFirstByteBytes: extra.awaitingBytes ?? 0,
     },
   };
 }
@@ -115,6 +122,24 @@ test('requests sent since the last report count against a replica', () => {
   assert.equal(pick(list).id, 'a');
 });
 
+test('prompts still in prefill weigh by their size: a long one there is a long wait', () => {
+  assert.equal(
+    llmLoadScore(replica('a', { running: 1 }, { awaitingBytes: 3_000 }), nowMs, settings),
+    4,
+  );
+  assert.equal(
+    llmLoadScore(replica('a', null, { outstanding: 1, awaitingBytes: 500 }), nowMs, settings),
+    1.5,
+  );
+  // Both run one request; a's is an 8 000-byte prompt not yet past its prefill.
+  const list = [
+    replica('a', { running: 1 }, { awaitingBytes: 8_000 }),
+    replica('b', { running: 1 }, { awaitingBytes: 120 }),
+  ];
+  assert.equal(pick(list).id, 'b');
+  assert.deepEqual(pick(list, { affinityId: 'a' }), { id: 'b', reason: 'least_loaded' });
+});
+
 test('prefix affinity is kept under balanced load', () => {
   const list = [
     replica('a', { running: 3 }),
@@ -183,5 +208,6 @@ test('the defaults are the documented ones', () => {
     affinitySlack: 2,
     kvWeight: 4,
     reportMaxAgeMs: 1_000,
+    prefillBytesPerRequest: 1_024,
   });
 });

@@ -116,6 +116,44 @@ test(
   },
 );
 
+test(
+  'a replica still in the prefill of a long prompt gets no new request while another is not',
+  { timeout: 30_000 },
+  async () => {
+    const workers = [await fakeLlmWorker('a', 'stall'), await fakeLlmWorker('b', 'stall')];
+    const gateway = await llmGateway(workers);
+    const send = (prompt: string) =>
+      call(
+        gateway.url,
+        'POST',
+        '/v1/completions',
+        JSON.stringify({ model: 'assistant', prompt, stream: true }),
+      );
+    // Each replica holds one request before its first token: r0 a long prompt, r1 a short
+    // one. Counted in requests they are even; the long prompt's prefill is the longer wait.
+    const long = send('Summarize this. '.repeat(500));
+    await until(() => workers[0]!.received.length === 1, 'the long prompt at r0');
+    const short = send('Hi');
+    await until(() => workers[1]!.received.length === 1, 'the short prompt at r1');
+    await freshReports(workers);
+    const next = send('Hello again');
+    await until(
+      () => workers[0]!.received.length + workers[1]!.received.length === 3,
+      'the next prompt at a replica',
+    );
+    assert.deepEqual(
+      workers.map((w) => w.received.length),
+      [1, 2],
+    );
+    for (const worker of workers) worker.release();
+    const replies = await Promise.all([long, short, next]);
+    assert.deepEqual(
+      replies.map((r) => r.status),
+      [200, 200, 200],
+    );
+  },
+);
+
 test('round-robin alternates, whatever the load and the prefix', { timeout: 30_000 }, async () => {
   const busy = await fakeLlmWorker('busy');
   const idle = await fakeLlmWorker('idle');
