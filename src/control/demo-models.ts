@@ -1,6 +1,6 @@
 // Demo models for `kiln up --dev` (what `npm start` runs): real, small models from
-// fixtures/registry, registered through the same checks as any upload, so a new user has
-// something to list, show and verify. Registered only into an empty registry, and deployed
+// fixtures/, registered through the same checks as any upload, so a new user has something
+// to list, show, verify and call (v2 for the two classifiers, the OpenAI API for the LLM). Registered only into an empty registry, and deployed
 // once: a marker file in the home says the demo is set up but not yet served, so a first
 // start that fails half-way (a port in use, Ctrl-C) finishes the job on the next start.
 
@@ -11,6 +11,7 @@ import { join, relative, sep } from 'node:path';
 import type { Registry, RegisterVersionRequest } from '../registry/registry.ts';
 import { servableFormats } from '../runtimes/load-runtime.ts';
 import type { EndpointService } from './endpoints.ts';
+import type { EndpointConfigInput } from './serving-defaults.ts';
 import type { ManifestFile, ModelFormat } from '../registry/types.ts';
 
 type RegisterVersionRequestExtras = Omit<RegisterVersionRequest, 'format' | 'files'>;
@@ -20,8 +21,12 @@ interface DemoModel {
   readonly team: string;
   readonly description: string;
   readonly format: ModelFormat;
+  /** Under fixtures/registry/: a file, or a folder registered whole but for `exclude`. */
   readonly path: string;
+  readonly exclude?: readonly string[];
   readonly extras: RegisterVersionRequestExtras;
+  /** Its endpoint's serving config. */
+  readonly config?: EndpointConfigInput;
 }
 
 const fixtures = fileURLToPath(new URL('../../fixtures/registry/', import.meta.url));
@@ -82,12 +87,22 @@ const demoModels: readonly DemoModel[] = [
     extras: { metadata: { ...measured('digits-cnn') }, tags: { demo: 'true' } },
   },
   {
+    // The engine's own test model (fixtures/llm/make_llm_fixtures.py), with its tokenizer and
+    // chat template: it answers chat completions with licence-flavoured prose.
     name: 'tiny-llm',
     team: 'llm',
-    description: 'A tiny Llama-architecture Hugging Face folder (safetensors)',
+    description:
+      'A tiny Llama (1 M parameters, 4 layers, 1024-token byte-level BPE, Llama 3 chat template) trained a few minutes on free-software licence texts',
     format: 'hf-llm',
-    path: 'tiny-llm',
-    extras: { tags: { demo: 'true' } },
+    path: '../llm/tiny-llama',
+    exclude: ['reference.json'], // PyTorch's expected outputs, for the tests
+    extras: {
+      lineage: { datasetUri: 'file://fixtures/llm/make_llm_fixtures.py', experiment: 'demo' },
+      tags: { demo: 'true' },
+    },
+    // 4 MiB of KV cache: 256 blocks of 16 positions (16 KiB each for this model), room for
+    // eight full 512-token contexts, set up in a blink.
+    config: { llm: { kvCacheBytes: 4 * 2 ** 20 } },
   },
 ];
 
@@ -128,6 +143,7 @@ export async function registerDemoModels(registry: Registry, home: string): Prom
     if ((await registry.store.getModel(demo.name)) !== null) continue;
     const files: ManifestFile[] = [];
     for (const file of await listFiles(join(fixtures, demo.path))) {
+      if (demo.exclude?.includes(file.path) === true) continue;
       const { sha256, size } = await registry.artifacts.ingest(createReadStream(file.full), null, {
         maxBytes: Number.MAX_SAFE_INTEGER,
       });
@@ -155,7 +171,12 @@ export async function deployDemoEndpoints(
   const deployed: string[] = [];
   for (const demo of demoModels) {
     if (!servableFormats.includes(demo.format)) continue;
-    await endpoints.deploy(demo.name, { model: demo.name, alias: 'champion', replicas: 1 });
+    await endpoints.deploy(demo.name, {
+      model: demo.name,
+      alias: 'champion',
+      replicas: 1,
+      ...(demo.config === undefined ? {} : { config: demo.config }),
+    });
     deployed.push(demo.name);
   }
   await rm(demoPendingMarker(home), { force: true });

@@ -25,6 +25,7 @@ interface Endpoint {
   ref: string;
   replicas: number;
   config: Record<string, unknown>;
+  format: string | null;
   url: string;
   status: {
     ready: boolean;
@@ -426,6 +427,10 @@ void test('kiln up --dev: demo endpoints, no API keys, and the printed examples 
     const list = await devCli.json<{ items: Endpoint[] }>(['endpoints', 'list']);
     assert.ok(list.items.some((e) => e.name === 'fraud-xgb'));
     assert.ok(list.items.some((e) => e.name === 'digits-cnn'));
+    // The demo LLM is deployed beside them (whether its replica is ready is the worker's
+    // part), and its streamed chat curl line is printed.
+    assert.ok(list.items.some((e) => e.name === 'tiny-llm' && e.format === 'hf-llm'));
+    assert.ok(printed.includes(`  curl -N ${dev.gatewayUrl ?? ''}/v1/chat/completions `), printed);
     await devCli.ok(['deploy', 'fraud-xgb@champion', '--endpoint', 'fraud-xgb', '--wait']);
     await devCli.ok(['deploy', 'digits-cnn@champion', '--endpoint', 'digits-cnn', '--wait']);
 

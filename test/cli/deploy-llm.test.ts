@@ -4,10 +4,16 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { parseVersionRef } from '../../src/cli/arguments.ts';
 import type { Endpoint } from '../../src/cli/api-types.ts';
-import { byteSize, deployBody, keepCurrent } from '../../src/cli/commands/deploy.ts';
+import { deployBody, keepCurrent } from '../../src/cli/commands/deploy.ts';
+import {
+  addLlmOptions,
+  byteSize,
+  llmSettings,
+  type LlmFlags,
+} from '../../src/cli/commands/deploy-llm-flags.ts';
 import { endpointDetails, llmText } from '../../src/cli/commands/endpoints-render.ts';
 import { llmChatCurl } from '../../src/cli/commands/up.ts';
 
@@ -138,6 +144,50 @@ void test("a redeploy onto the other kind of model drops the current endpoint's 
   assert.deepEqual(keepCurrent(deployBody(ref, defaults), llm).config, llm.config);
 });
 
+void test('the command line as commander parses it → config.llm', () => {
+  const parse = (...args: string[]): LlmFlags =>
+    addLlmOptions(new Command().exitOverride()).parse(args, { from: 'user' }).opts<LlmFlags>();
+  assert.deepEqual(
+    llmSettings(
+      parse(
+        '--kv-cache-bytes',
+        '16MiB',
+        '--block-size',
+        '8',
+        '--max-seqs',
+        '4',
+        '--max-batched-tokens',
+        '64',
+        '--max-waiting',
+        '9',
+        '--max-n',
+        '2',
+        '--stream-buffer-bytes',
+        '4KiB',
+        '--slow-reader-timeout-ms',
+        '100',
+        '--max-paused-blocks',
+        '0',
+      ),
+    ),
+    {
+      kvCacheBytes: 16 * 2 ** 20,
+      blockSize: 8,
+      maxNumSeqs: 4,
+      maxNumBatchedTokens: 64,
+      maxWaiting: 9,
+      maxN: 2,
+      streamBufferBytes: 4096,
+      slowReaderTimeoutMs: 100,
+      maxPausedBlocks: 0,
+    },
+  );
+  // Both forms defined: neither given sends nothing (the current setting stays).
+  assert.deepEqual(llmSettings(parse()), {});
+  assert.deepEqual(llmSettings(parse('--no-prefix-caching')), { prefixCaching: false });
+  assert.deepEqual(llmSettings(parse('--prefix-caching')), { prefixCaching: true });
+});
+
 void test('sizes: bytes, or KiB/MiB/GiB', () => {
   assert.equal(byteSize('67108864'), 67108864);
   assert.equal(byteSize('64MiB'), 64 * 2 ** 20);
@@ -170,6 +220,6 @@ void test('endpoints show: the LLM settings with the defaults filled in, the Ope
 void test("kiln up --dev prints the README's streamed chat curl line", () => {
   assert.equal(
     llmChatCurl('http://127.0.0.1:8000'),
-    `curl -N http://127.0.0.1:8000/v1/chat/completions -H 'content-type: application/json' -d '{"model":"tiny-llm","messages":[{"role":"user","content":"What does the GPL protect?"}],"max_tokens":32,"stream":true}'`,
+    `curl -N http://127.0.0.1:8000/v1/chat/completions -H 'content-type: application/json' -d '{"model":"tiny-llm","messages":[{"role":"user","content":"What does the GPL protect?"}],"max_tokens":32,"temperature":0,"stream":true}'`,
   );
 });

@@ -6,6 +6,9 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
 import { startPlatform } from '../../src/control/start-platform.ts';
 import { demoMeasurements, demoPendingMarker } from '../../src/control/demo-models.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
@@ -30,6 +33,31 @@ test('a first start that fails after registering the demo models deploys them on
       [...platform.demoModels].filter((name) => endpoints.some((e) => e.name === name)).sort(),
     );
     assert.ok(endpoints.length > 0, 'the demo endpoints are deployed');
+    // Every demo model is served, the LLM too (on a small KV budget, so it starts at once).
+    assert.deepEqual(endpoints.map((e) => e.name).sort(), ['digits-cnn', 'fraud-xgb', 'tiny-llm']);
+    const llm = endpoints.find((e) => e.name === 'tiny-llm');
+    assert.deepEqual(llm?.config, { llm: { kvCacheBytes: 4 * 2 ** 20 } });
+    assert.equal(llm.replicas, 1);
+    // It is the engine's tiny Llama, with its tokenizer and chat template (not the PyTorch
+    // reference outputs the tests keep beside it).
+    const version = await platform.registry.store.getVersion('tiny-llm', 1);
+    assert.equal(version?.format, 'hf-llm');
+    assert.deepEqual(version.files.map((f) => f.path).sort(), [
+      'config.json',
+      'generation_config.json',
+      'model.safetensors',
+      'tokenizer.json',
+      'tokenizer_config.json',
+    ]);
+    const folder = new URL('../../fixtures/llm/tiny-llama/', import.meta.url).pathname;
+    for (const file of version.files) {
+      const data = await readFile(join(folder, file.path));
+      assert.equal(createHash('sha256').update(data).digest('hex'), file.sha256, file.path);
+    }
+    const tokenizerConfig = JSON.parse(
+      await readFile(join(folder, 'tokenizer_config.json'), 'utf8'),
+    ) as { chat_template?: string };
+    assert.match(tokenizerConfig.chat_template ?? '', /add_generation_prompt/);
     assert.equal(existsSync(demoPendingMarker(home)), false);
     // Registered metrics are the measured ones (measure_demo_metrics.py), with how.
     const measurements = demoMeasurements();

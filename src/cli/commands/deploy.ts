@@ -29,7 +29,6 @@ import {
   type Endpoint,
   type EndpointConfig,
   type GraphOptimizationLevel,
-  type LlmSettings,
   type Model,
   type ModelFormat,
   type ModelVersion,
@@ -37,10 +36,11 @@ import {
 import { withClient } from '../context.ts';
 import { CliError, usageError } from '../errors.ts';
 import { apiPath, type KilnClient } from '../http-client.ts';
+import { addLlmOptions, llmSettings, type LlmFlags } from './deploy-llm-flags.ts';
 import { printJson, writeOut } from '../output.ts';
 import { deploySummary, notReadyReason, readinessText } from './endpoints-render.ts';
 
-export interface DeployOptions {
+export interface DeployOptions extends LlmFlags {
   readonly endpoint: string;
   /** Absent: the endpoint's current count, or 1 for a new endpoint. */
   readonly replicas?: number;
@@ -57,17 +57,6 @@ export interface DeployOptions {
   readonly batching?: boolean;
   readonly timeoutMs?: number;
   readonly maxConcurrency?: number;
-  readonly kvCacheBytes?: number;
-  readonly blockSize?: number;
-  readonly maxSeqs?: number;
-  readonly maxBatchedTokens?: number;
-  readonly maxWaiting?: number;
-  /** true with --prefix-caching, false with --no-prefix-caching, absent with neither. */
-  readonly prefixCaching?: boolean;
-  readonly maxN?: number;
-  readonly streamBufferBytes?: number;
-  readonly slowReaderTimeoutMs?: number;
-  readonly maxPausedBlocks?: number;
   readonly wait?: boolean;
   readonly timeoutS: number;
   readonly json?: boolean;
@@ -77,7 +66,7 @@ export interface DeployOptions {
 export const waitIntervalMs = 250;
 
 export function registerDeployCommand(program: Command): void {
-  program
+  const deploy = program
     .command('deploy')
     .description('serve a model version on an endpoint (created, or updated in place)')
     .argument('<ref>', 'MODEL (latest version), MODEL:VERSION or MODEL@ALIAS')
@@ -125,42 +114,8 @@ export function registerDeployCommand(program: Command): void {
       '--max-concurrency <n>',
       'requests in flight per gateway; beyond it, 429',
       integerOption(1),
-    )
-    .option(
-      '--kv-cache-bytes <size>',
-      'hf-llm: KV cache per engine thread, e.g. 67108864 or 64MiB',
-      byteSize,
-    )
-    .option('--block-size <n>', 'hf-llm: token positions per KV block', integerOption(1))
-    .option('--max-seqs <n>', 'hf-llm: sequences in the running batch at once', integerOption(1))
-    .option(
-      '--max-batched-tokens <n>',
-      'hf-llm: tokens computed per engine step (prefill is chunked to fit)',
-      integerOption(1),
-    )
-    .option(
-      '--max-waiting <n>',
-      'hf-llm: requests that may wait to run; beyond it, 429',
-      integerOption(1),
-    )
-    .option('--prefix-caching', 'hf-llm: reuse shared prompt prefixes (the default)')
-    .option('--no-prefix-caching', 'hf-llm: compute every prompt in full')
-    .option('--max-n <n>', 'hf-llm: most choices (n) one request may ask for', integerOption(1))
-    .option(
-      '--stream-buffer-bytes <size>',
-      "hf-llm: a stream's unread bytes before its sequence pauses",
-      byteSize,
-    )
-    .option(
-      '--slow-reader-timeout-ms <ms>',
-      'hf-llm: a stream paused this long is ended',
-      integerOption(1),
-    )
-    .option(
-      '--max-paused-blocks <n>',
-      'hf-llm: KV blocks paused streams may hold together',
-      integerOption(0),
-    )
+    );
+  addLlmOptions(deploy)
     .option('--wait', 'wait until every replica is ready')
     .option('--timeout-s <seconds>', 'with --wait: give up after this long', integerOption(1), 120)
     .option('--json', 'print the endpoint as JSON')
@@ -315,42 +270,6 @@ export function deployBody(
   if (options.maxConcurrency !== undefined) config.maxConcurrency = options.maxConcurrency;
   if (Object.keys(llm).length > 0) config.llm = llm;
   return body;
-}
-
-/** The LLM flags given, as `config.llm` fields. */
-function llmSettings(options: Omit<DeployOptions, 'timeoutS'>): LlmSettings {
-  const llm: LlmSettings = {};
-  if (options.kvCacheBytes !== undefined) llm.kvCacheBytes = options.kvCacheBytes;
-  if (options.blockSize !== undefined) llm.blockSize = options.blockSize;
-  if (options.maxSeqs !== undefined) llm.maxNumSeqs = options.maxSeqs;
-  if (options.maxBatchedTokens !== undefined) llm.maxNumBatchedTokens = options.maxBatchedTokens;
-  if (options.maxWaiting !== undefined) llm.maxWaiting = options.maxWaiting;
-  if (options.prefixCaching !== undefined) llm.prefixCaching = options.prefixCaching;
-  if (options.maxN !== undefined) llm.maxN = options.maxN;
-  if (options.streamBufferBytes !== undefined) llm.streamBufferBytes = options.streamBufferBytes;
-  if (options.slowReaderTimeoutMs !== undefined)
-    llm.slowReaderTimeoutMs = options.slowReaderTimeoutMs;
-  if (options.maxPausedBlocks !== undefined) llm.maxPausedBlocks = options.maxPausedBlocks;
-  return llm;
-}
-
-const byteUnits: Readonly<Record<string, number>> = {
-  '': 1,
-  b: 1,
-  kib: 2 ** 10,
-  mib: 2 ** 20,
-  gib: 2 ** 30,
-};
-
-/** `67108864`, `64MiB`, `512 KiB`, `1GiB` → bytes (binary units only: no 1000/1024 doubt). */
-export function byteSize(text: string): number {
-  const match = /^(\d+)\s*([a-z]*)$/i.exec(text.trim());
-  const unit = byteUnits[match?.[2]?.toLowerCase() ?? 'none'];
-  const bytes = match === null || unit === undefined ? Number.NaN : Number(match[1]) * unit;
-  if (!Number.isSafeInteger(bytes) || bytes < 1) {
-    throw new InvalidArgumentError('expected a size in bytes, e.g. 67108864, 512KiB, 64MiB, 1GiB');
-  }
-  return bytes;
 }
 
 /** `8,16` → [8, 16]: whole numbers of at least 1. */

@@ -170,6 +170,7 @@ function devExamples(platform: RunningPlatform, home: string): string {
     'try, from another terminal:',
     `  curl -s ${gatewayUrl}/v2/models/fraud-xgb/infer -d @fixtures/requests/fraud-xgb.json`,
     `  curl -s ${gatewayUrl}/v2/models/digits-cnn/infer -d @fixtures/requests/digits-cnn.json`,
+    ...(demoModels.includes('tiny-llm') ? [`  ${llmChatCurl(gatewayUrl)}`] : []),
     `  ${env}npx kiln endpoints list`,
     `  ${env}npx kiln predict fraud-xgb --data fixtures/requests/fraud-xgb.json`,
     `  ${env}npx kiln models register fixtures/onnx/mlp.onnx --name my-mlp --format onnx`,
@@ -177,4 +178,16 @@ function devExamples(platform: RunningPlatform, home: string): string {
     '',
   ];
   return lines.join('\n');
+}
+
+/** A streamed chat completion from the demo LLM, as the README shows it. */
+export function llmChatCurl(gatewayUrl: string): string {
+  const body = JSON.stringify({
+    model: 'tiny-llm',
+    messages: [{ role: 'user', content: 'What does the GPL protect?' }],
+    max_tokens: 32,
+    temperature: 0,
+    stream: true,
+  });
+  return `curl -N ${gatewayUrl}/v1/chat/completions -H 'content-type: application/json' -d '${body}'`;
 }
