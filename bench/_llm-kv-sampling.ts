@@ -1,7 +1,8 @@
 // bench/llm-serving.ts part (c): a workload run on the in-process ServingEngine (its step
 // loop driven here, so that the KV cache can be read between steps), each request added at
-// its arrival time. Before every step, every live request holding blocks is sampled
-// (positions held, blocks held) into a KvWasteMeter, weighted by that step's duration: the
+// its arrival time. Before every step (where reserved = computed) the engine's block slots,
+// reserved and filled (`kvSlotUsage`), and every live request holding blocks (positions
+// held, `inspect`) are sampled into a KvWasteMeter, weighted by that step's duration: the
 // memory stays as sampled while the step runs.
 
 import { createServingEngine } from '../src/llm/serving/create-serving-engine.ts';
@@ -44,20 +45,25 @@ export async function measureKvWaste(
       await sleep(Math.max(0, workload[next]!.arrivalMs - (performance.now() - start)));
       continue;
     }
-    const held: KvSequenceSample[] = [];
+    const sequences: KvSequenceSample[] = [];
     for (const [id, request] of live) {
       const state = engine.inspect(id);
       if (state === null || state.numBlocks === 0) continue;
-      held.push({
+      sequences.push({
         numTokens: state.numComputed,
-        reservedSlots: state.numBlocks * options.blockSize,
         promptTokens: request.promptTokens.length,
         maxTokens: request.maxTokens,
       });
     }
+    const slots = engine.kvSlotUsage();
+    const sample = {
+      pagedReservedSlots: slots.reservedSlots,
+      pagedFilledSlots: slots.filledSlots,
+      sequences,
+    };
     const before = performance.now();
     const outcome = engine.step();
-    meter.add(held, performance.now() - before);
+    meter.add(sample, performance.now() - before);
     for (const event of outcome.events) if (event.kind !== 'token') live.delete(event.requestId);
   }
   return meter.result();

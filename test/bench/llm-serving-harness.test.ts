@@ -86,26 +86,38 @@ void test('a skewed workload has about the long share asked for, short ones on f
 
 void test('the KV waste meter: unused over reserved, weighted by duration', () => {
   const meter = new KvWasteMeter(512);
-  // 20 positions in 2 blocks of 16 (12 unused); 32 in 2 (none): paged 12 / 64.
+  // 20 positions in 2 blocks of 16 (12 unused) and 32 in 2 (none): paged 12 / 64.
   // Contiguous prompt + max_tokens: 10 + 30 and 30 + 10 reserved → (80 − 52) / 80.
-  const live = [
-    { numTokens: 20, reservedSlots: 32, promptTokens: 10, maxTokens: 30 },
-    { numTokens: 32, reservedSlots: 32, promptTokens: 30, maxTokens: 10 },
+  const sequences = [
+    { numTokens: 20, promptTokens: 10, maxTokens: 30 },
+    { numTokens: 32, promptTokens: 30, maxTokens: 10 },
   ];
-  meter.add(live, 1);
-  meter.add([], 5); // nothing held: not a sample
+  meter.add({ pagedReservedSlots: 64, pagedFilledSlots: 52, sequences }, 1);
+  meter.add({ pagedReservedSlots: 0, pagedFilledSlots: 0, sequences: [] }, 5); // not a sample
   let r = meter.result();
   assert.equal(r.samples, 1);
   assert.equal(r.pagedPct, (100 * 12) / 64);
   assert.equal(r.contiguousMaxTokensPct, (100 * 28) / 80);
   assert.equal(r.contiguousContextPct, (100 * (1024 - 52)) / 1024);
   assert.equal(r.meanSequences, 2);
-  // A second sample held three times as long: 16 positions in one block, none unused.
-  meter.add([{ numTokens: 16, reservedSlots: 16, promptTokens: 8, maxTokens: 8 }], 3);
+  // Held three times as long: two sequences sharing one full prefix block (16 slots, all
+  // filled) and each a block of its own with 4 positions: paged (16 + 32) slots, 24 unused.
+  meter.add(
+    {
+      pagedReservedSlots: 48,
+      pagedFilledSlots: 24,
+      sequences: [
+        { numTokens: 20, promptTokens: 20, maxTokens: 8 },
+        { numTokens: 20, promptTokens: 20, maxTokens: 8 },
+      ],
+    },
+    3,
+  );
   r = meter.result();
-  assert.equal(r.pagedPct, (100 * 12) / (64 + 3 * 16));
-  assert.equal(r.meanSequences, (2 + 3) / 4);
-  assert.equal(r.pagedWorstPct, (100 * 12) / 64);
+  assert.equal(r.pagedPct, (100 * (12 + 3 * 24)) / (64 + 3 * 48));
+  assert.equal(r.contiguousMaxTokensPct, (100 * (28 + 3 * 16)) / (80 + 3 * 56));
+  assert.equal(r.meanSequences, 2);
+  assert.equal(r.pagedWorstPct, 50);
 });
 
 void test('summaries: TTFT percentiles over answered requests, throughput over the run', () => {
