@@ -181,10 +181,10 @@ export const summaryHeaders = [
   'run s',
 ] as const;
 
-export function summaryCells(s: LatencySummary): number[] {
+export function summaryCells(s: LatencySummary): (string | number)[] {
   return [
-    s.requests,
-    s.failed,
+    String(s.requests),
+    String(s.failed),
     s.outputTokensPerS,
     s.requestsPerS,
     s.ttftP50Ms,

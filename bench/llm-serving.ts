@@ -56,7 +56,7 @@ function option(args: readonly string[], name: string, fallback: number): number
 }
 
 /** The engine every in-process part uses: the deploy defaults, one thread, a deep queue. */
-export function benchEngineOptions(overrides: Partial<EngineOptions> = {}): EngineOptions {
+function benchEngineOptions(): EngineOptions {
   return {
     kvCacheBytes: llmServingDefaults.kvCacheBytes,
     blockSize: llmServingDefaults.blockSize,
@@ -68,7 +68,6 @@ export function benchEngineOptions(overrides: Partial<EngineOptions> = {}): Engi
     threads: 1,
     batching: 'continuous',
     maxPausedBlocks: llmServingDefaults.maxPausedBlocks,
-    ...overrides,
   };
 }
 
@@ -118,10 +117,10 @@ interface EngineRun {
 function engineWork(name: string, r: EngineRun): (string | number)[] {
   return [
     name,
-    r.steps,
+    String(r.steps),
     r.computedTokens / r.steps,
     r.computedTokens / r.summary.durationS,
-    r.preemptions,
+    String(r.preemptions),
   ];
 }
 
@@ -274,7 +273,7 @@ async function partC(setup: Setup): Promise<number> {
     `\n(c) KV memory waste over (a)'s workload, continuous, in process, sampled before every step (weighted by its duration)`,
   );
   const waste = await measureKvWaste(modelDir, setup.options, workload);
-  const cells = [waste.samples, waste.meanSequences];
+  const cells = [String(waste.samples), waste.meanSequences];
   console.log(
     table(
       ['reservation', 'unused ÷ reserved %', 'samples', 'mean live seqs'],
