@@ -74,7 +74,11 @@ export class EngineHost implements LlmEngine {
   /** First prompt block (as text) → the thread that last took a request starting with it. */
   private readonly affinity = new Map<string, number>();
   private nextJob = 1;
-  private readonly statsWaiters = new Map<number, (stats: EngineStats | null) => void>();
+  /** stats() calls waiting on a thread's answer (null: the thread is gone). */
+  private readonly statsWaiters = new Map<
+    number,
+    { readonly thread: EngineThread; readonly resolve: (stats: EngineStats | null) => void }
+  >();
   private closed = false;
 
   private constructor(
@@ -168,14 +172,15 @@ export class EngineHost implements LlmEngine {
         reason: 'too_long',
         message: `the prompt's ${request.promptTokens.length} tokens exceed the KV cache's ${limits.kvCapacityTokens} positions`,
       };
-    const key = this.affinityKey(request.promptTokens);
-    const thread = this.pick(live, key);
-    if (this.waitingOn(thread) >= this.options.maxWaiting)
+    // maxWaiting bounds the engine's queue, all threads together.
+    if (this.load().waiting >= this.options.maxWaiting)
       return {
         ok: false,
         reason: 'queue_full',
         message: `${this.options.maxWaiting} requests are already waiting`,
       };
+    const key = this.affinityKey(request.promptTokens);
+    const thread = this.pick(live, key);
     if (key !== null) {
       this.affinity.delete(key);
       this.affinity.set(key, thread.index);
@@ -235,7 +240,7 @@ export class EngineHost implements LlmEngine {
           (thread) =>
             new Promise<EngineStats | null>((resolve) => {
               const job = this.nextJob++;
-              this.statsWaiters.set(job, resolve);
+              this.statsWaiters.set(job, { thread, resolve });
               this.post(thread, { type: 'stats', job });
             }),
         ),
@@ -263,7 +268,7 @@ export class EngineHost implements LlmEngine {
     if (this.closed) return;
     this.closed = true;
     this.requests.clear();
-    for (const resolve of this.statsWaiters.values()) resolve(null);
+    for (const waiter of this.statsWaiters.values()) waiter.resolve(null);
     this.statsWaiters.clear();
     await Promise.all(this.threads.map((t) => t.worker.terminate()));
   }
@@ -276,9 +281,9 @@ export class EngineHost implements LlmEngine {
   private onMessage(thread: EngineThread, message: EngineThreadMessage): void {
     if (this.closed) return;
     if (message.type === 'stats') {
-      const resolve = this.statsWaiters.get(message.job);
+      const waiter = this.statsWaiters.get(message.job);
       this.statsWaiters.delete(message.job);
-      resolve?.(message.stats);
+      waiter?.resolve(message.stats);
       return;
     }
     if (message.type !== 'step') return;
@@ -311,6 +316,11 @@ export class EngineHost implements LlmEngine {
   private lose(thread: EngineThread, why: string): void {
     if (thread.gone !== null || this.closed) return;
     thread.gone = why;
+    for (const [job, waiter] of this.statsWaiters)
+      if (waiter.thread === thread) {
+        this.statsWaiters.delete(job);
+        waiter.resolve(null);
+      }
     for (const requestId of [...thread.requests]) {
       const pending = this.requests.get(requestId);
       this.forget(requestId);

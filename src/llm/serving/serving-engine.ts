@@ -223,13 +223,17 @@ export class ServingEngine {
     for (const admitted of plan.admitted) {
       const seq = this.seqs.get(admitted.seqId)!;
       seq.cachedPromptTokens = Math.min(admitted.numCachedTokens, seq.request.promptTokens.length);
-      this.counters.prefixQueriedTokensTotal += admitted.numTokens;
-      this.counters.prefixHitTokensTotal += admitted.numCachedTokens;
+      // Looked up at every admission: a preempted sequence's prompt + output so far.
+      if (this.options.prefixCaching) {
+        this.counters.prefixQueriedTokensTotal += admitted.numTokens;
+        this.counters.prefixHitTokensTotal += admitted.numCachedTokens;
+      }
     }
     for (const ended of plan.finished) {
       const seq = this.seqs.get(ended.seqId)!;
       const rest = seq.text.finish();
       events.push(this.done(seq, rest.stopped ? 'stop' : ended.reason, rest.text));
+      this.forget(ended.seqId);
     }
 
     let logits: Map<string, Float32Array>;
@@ -279,7 +283,6 @@ export class ServingEngine {
       }
     }
     for (const ended of this.scheduler.onStepDone(results)) this.forget(ended.seqId);
-    for (const ended of plan.finished) this.forget(ended.seqId);
     return { events, numScheduledTokens: plan.numScheduledTokens };
   }
 

@@ -208,3 +208,28 @@ test('a request goes to the least-loaded thread, or to the one that had its firs
     await engine.close();
   }
 });
+
+test('a thread that dies ends its requests with an error; stats and new requests go on', async () => {
+  const started = await startEngine(folder, { ...baseOptions, threads: 2 });
+  if (!started.ok) assert.fail(started.message);
+  const engine = started.engine as EngineHost;
+  try {
+    const first = submitOne(engine, greedy('first', [5, 6, 7], 500));
+    assert.equal(engine.threadOf('first'), 0);
+    await until(() => first.tokens.length > 0, 'the first tokens');
+    // Reach in to kill thread 0 as a crash would (tests only).
+    const threads = (
+      engine as unknown as { threads: { worker: { terminate(): Promise<number> } }[] }
+    ).threads;
+    await threads[0]!.worker.terminate();
+    await until(() => first.errors.length > 0, 'the error event');
+    assert.match(first.errors[0]!, /engine thread 0 stopped/);
+    const stats = await engine.stats(); // the live thread answers
+    assert.equal(stats.kvBlocksTotal, 256);
+    const next = submitOne(engine, greedy('next', [5, 6, 7], 4));
+    assert.equal(engine.threadOf('next'), 1);
+    await until(() => next.done !== null, 'a request on the other thread');
+  } finally {
+    await engine.close();
+  }
+});

@@ -147,6 +147,7 @@ test('a shared system prompt is computed once: prefix hits, and the same outputs
     requests.reduce((n, r) => n + r.promptTokens.length, 0),
   );
   assert.equal(off.stats.prefixHitTokensTotal, 0);
+  assert.equal(off.stats.prefixQueriedTokensTotal, 0, 'nothing looked up with caching off');
   for (const request of requests)
     assert.equal(off.outcomes.get(request.requestId)?.done?.cachedPromptTokens, 0);
 });
