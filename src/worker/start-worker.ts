@@ -125,8 +125,10 @@ export async function startWorker(
     if (!outcome.ok) return fail('KILN_MODEL_LOAD_FAILED', outcome.reason);
     state.llm = outcome.service;
     state.phase = 'ready';
-    metrics.ready.set({ endpoint: spec.endpoint, version: String(spec.version) }, 1);
-    emit({ event: 'ready', inputs: [], outputs: [], memoryBytes: 0 });
+    const series = { endpoint: spec.endpoint, version: String(spec.version) };
+    metrics.ready.set(series, 1);
+    metrics.memoryBytes.set(series, outcome.memoryBytes);
+    emit({ event: 'ready', inputs: [], outputs: [], memoryBytes: outcome.memoryBytes });
   };
   const loaded = load().catch((error: unknown) => fail('KILN_INTERNAL', String(error)));
 

@@ -89,7 +89,14 @@ export function chatResponse(
   choices: ChatChoice[],
   usage: Usage,
 ): ChatCompletion {
-  return { ...header, object: 'chat.completion', choices, usage };
+  return {
+    id: header.id,
+    object: 'chat.completion',
+    created: header.created,
+    model: header.model,
+    choices,
+    usage,
+  };
 }
 
 export function chatChoice(
@@ -116,13 +123,22 @@ export function chatChunk(
   includeUsage: boolean,
 ): ChatCompletionChunk {
   return {
-    ...header,
+    id: header.id,
     object: 'chat.completion.chunk',
+    created: header.created,
+    model: header.model,
     choices: [choice],
     ...(includeUsage ? { usage: null } : {}),
   };
 }
 
 export function chatUsageChunk(header: ChatHeader, usage: Usage): ChatCompletionChunk {
-  return { ...header, object: 'chat.completion.chunk', choices: [], usage };
+  return {
+    id: header.id,
+    object: 'chat.completion.chunk',
+    created: header.created,
+    model: header.model,
+    choices: [],
+    usage,
+  };
 }

@@ -67,7 +67,14 @@ export function completionResponse(
   choices: CompletionChoice[],
   usage: Usage,
 ): Completion {
-  return { ...header, object: 'text_completion', choices, usage };
+  return {
+    id: header.id,
+    object: 'text_completion',
+    created: header.created,
+    model: header.model,
+    choices,
+    usage,
+  };
 }
 
 /**
@@ -80,13 +87,22 @@ export function completionChunk(
   includeUsage: boolean,
 ): Completion {
   return {
-    ...header,
+    id: header.id,
     object: 'text_completion',
+    created: header.created,
+    model: header.model,
     choices: [choice],
     ...(includeUsage ? { usage: null } : {}),
   };
 }
 
 export function completionUsageChunk(header: CompletionHeader, usage: Usage): Completion {
-  return { ...header, object: 'text_completion', choices: [], usage };
+  return {
+    id: header.id,
+    object: 'text_completion',
+    created: header.created,
+    model: header.model,
+    choices: [],
+    usage,
+  };
 }

@@ -3,6 +3,7 @@
 // registry. A folder the engine cannot load is a value with the reason, as for any runtime.
 
 import type { Registry } from 'prom-client';
+import type { LlamaConfig } from '../../llm/loader/llama-config.ts';
 import type { EngineOptions } from '../../llm/serving/engine-api.ts';
 import {
   resolveLlmServingConfig,
@@ -31,7 +32,7 @@ export async function loadLlmService(
   spec: WorkerSpec,
   modelDir: string,
   registry: Registry,
-): Promise<{ ok: true; service: LlmService } | { ok: false; reason: string }> {
+): Promise<{ ok: true; service: LlmService; memoryBytes: number } | { ok: false; reason: string }> {
   const config = resolveLlmServingConfig(spec.llm);
   const started = await startEngine(modelDir, engineOptionsOf(config));
   if (!started.ok) return { ok: false, reason: started.message };
@@ -46,5 +47,18 @@ export async function loadLlmService(
       inflight: 0,
       tokenTexts: new Map(),
     },
+    memoryBytes: config.threads * (weightBytes(started.modelConfig) + config.kvCacheBytes),
   };
+}
+
+/**
+ * Bytes of a model replica's float32 weights (what the engine holds, whatever the file's
+ * dtype): embeddings, the output head unless tied, and each layer's projections and norms.
+ */
+export function weightBytes(config: LlamaConfig): number {
+  const { vocabSize: v, hiddenSize: h, intermediateSize: i, headDim: d } = config;
+  const attention = h * d * (2 * config.numAttentionHeads + 2 * config.numKeyValueHeads);
+  const layer = attention + 3 * h * i + 2 * h;
+  const heads = config.tieWordEmbeddings ? v * h : 2 * v * h;
+  return 4 * (heads + h + config.numHiddenLayers * layer);
 }

@@ -356,7 +356,6 @@ export function runExchange(
   writer?.open(200, {
     'content-type': 'text/event-stream',
     'cache-control': 'no-cache',
-    connection: 'keep-alive',
     ...headers,
     'kiln-load': JSON.stringify(loadReport(service)),
   });

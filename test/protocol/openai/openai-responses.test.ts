@@ -87,6 +87,15 @@ test('a completion, its legacy logprobs (offsets continuing across chunks) and i
     choices: [part],
   });
   assert.equal(completionChunk(header, part, true).usage, null);
+  // Keys in OpenAI's order, for anyone reading the bytes.
+  assert.deepEqual(Object.keys(completionChunk(header, part, true)), [
+    'id',
+    'object',
+    'created',
+    'model',
+    'choices',
+    'usage',
+  ]);
   assert.deepEqual(completionUsageChunk(header, usage).choices, []);
   assert.deepEqual(completionUsageChunk(header, usage).usage, usage);
 });

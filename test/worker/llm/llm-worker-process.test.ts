@@ -34,6 +34,8 @@ test('an hf-llm worker process becomes ready with inputs [] and serves the OpenA
     const ready = events.find((e) => e.event === 'ready');
     assert.ok(ready?.event === 'ready', JSON.stringify(events));
     assert.deepEqual([ready.inputs, ready.outputs], [[], []]);
+    // tiny-llama's 1,016,960 float32 parameters and the 8 MiB KV cache, one thread.
+    assert.equal(ready.memoryBytes, 4 * 1_016_960 + 8 * 2 ** 20);
     const listening = events.find((e) => e.event === 'listening');
     assert.ok(listening?.event === 'listening');
     assert.equal((await fetch(`${listening.url}/v2/health/ready`)).status, 200);

@@ -66,7 +66,8 @@ test('a reader that stops reading is paused, does not delay another stream, and 
     async () => (await metricValue(w.url, 'kiln_llm_paused_streams')) === 1,
     'the slow stream paused',
   );
-  assert.ok((await loadOf(w.url)).paused > 0, 'its sequences paused in the engine');
+  // The engine's threads report their load after a step: wait for it, do not race it.
+  await waitFor(async () => (await loadOf(w.url)).paused > 0, 'its sequences paused in the engine');
 
   // Another stream runs to its end while the slow one stays paused.
   const client = new OpenAI({ baseURL: `${w.url}/v1`, apiKey: 'x', maxRetries: 0 });
@@ -104,6 +105,57 @@ test('a reader that stops reading is paused, does not delay another stream, and 
   slow.destroy();
 });
 
+test('a reader that reads again is resumed and gets its whole stream', async (t) => {
+  const socketPath = join(await tempDir('kiln-llm-sock-'), 'w.sock');
+  const w = await startLlmWorker(
+    { streamBufferBytes: 16 * 1024, slowReaderTimeoutMs: 120_000, maxN: 4 },
+    { channelSocket: socketPath },
+  );
+  t.after(() => w.close());
+  const request = {
+    model: 'tiny',
+    prompt: 'The GNU licences',
+    max_tokens: 300,
+    ignore_eos: true,
+    temperature: 0,
+    n: 2,
+    logprobs: 5,
+  };
+  const body = JSON.stringify({ ...request, stream: true });
+  const reader = connect(socketPath);
+  let received = '';
+  reader.write(
+    `POST /v1/completions HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+  reader.pause();
+  await waitFor(
+    async () => (await metricValue(w.url, 'kiln_llm_paused_streams')) === 1,
+    'the stream paused',
+  );
+  reader.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
+  reader.resume();
+  await waitFor(() => received.includes('data: [DONE]'), 'the whole stream');
+  reader.destroy();
+  assert.equal(await metricValue(w.url, 'kiln_llm_paused_streams'), 0);
+  assert.equal(await metricValue(w.url, 'kiln_llm_slow_reader_aborts_total'), 0);
+  // The same text as a request that was never paused.
+  const texts = ['', ''];
+  for (const line of received.split('\n')) {
+    if (!line.startsWith('data: {')) continue;
+    const chunk = JSON.parse(line.slice(6)) as OpenAI.Completion;
+    for (const choice of chunk.choices) texts[choice.index] += choice.text;
+  }
+  assert.match(received, /data: \[DONE\]/);
+  const client = new OpenAI({ baseURL: `${w.url}/v1`, apiKey: 'x', maxRetries: 0 });
+  const whole = await client.completions.create(
+    request as OpenAI.CompletionCreateParamsNonStreaming,
+  );
+  assert.deepEqual(
+    texts,
+    whole.choices.map((c) => c.text),
+  );
+});
+
 test('a flood beyond the waiting queue is shed with 429 queue_full and Retry-After', async (t) => {
   const w = await startLlmWorker({ maxNumSeqs: 1, maxWaiting: 2 });
   t.after(() => w.close());
@@ -117,7 +169,8 @@ test('a flood beyond the waiting queue is shed with 429 queue_full and Retry-Aft
   const shed = responses.filter((r) => r.status === 429);
   const served = responses.filter((r) => r.status === 200);
   assert.equal(shed.length + served.length, 12, responses.map((r) => r.status).join());
-  assert.ok(shed.length > 0 && served.length >= 3, `${served.length} served, ${shed.length} shed`);
+  // At least the waiting queue's worth is taken (more if one was admitted to run meanwhile).
+  assert.ok(shed.length > 0 && served.length >= 2, `${served.length} served, ${shed.length} shed`);
   const refusal = (await shed[0]!.json()) as { error: Record<string, unknown> };
   assert.equal(refusal.error.type, 'rate_limit_error');
   assert.equal(refusal.error.code, 'queue_full');
