@@ -145,8 +145,14 @@ async function runOnEngine(
       hitRate: queried === 0 ? 0 : hits / queried,
       preemptions: after.preemptionsTotal - before.preemptionsTotal,
       steps: after.stepsTotal - before.stepsTotal,
-      // Positions the model ran: prompts (and recomputations) less cache hits, plus decodes.
-      computedTokens: queried - hits + after.generationTokensTotal - before.generationTokensTotal,
+      // Positions the model ran: prompts (and, with caching on, recomputations after a
+      // preemption: what admissions looked up) less cache hits, plus decodes.
+      computedTokens:
+        (options.prefixCaching
+          ? queried - hits
+          : after.promptTokensTotal - before.promptTokensTotal) +
+        after.generationTokensTotal -
+        before.generationTokensTotal,
     };
   });
 }
