@@ -267,6 +267,9 @@ async function partB(setup: Setup): Promise<number> {
       ],
     ),
   );
+  console.log(
+    table(engineWorkHeaders, [engineWork('caching on', on), engineWork('caching off', off)]),
+  );
   const ratio = off.summary.ttftP50Ms / on.summary.ttftP50Ms;
   console.log(`TTFT p50 off ÷ on: ${formatNumber(ratio)}×`);
   return ratio;
