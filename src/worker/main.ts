@@ -50,6 +50,8 @@ const record = (more: Record<string, unknown>): void => {
 const emit = (event: WorkerEvent): void => {
   if (event.event === 'listening') record({ url: event.url, socketPath: event.socketPath ?? null });
   if (event.event === 'ready') record({ featureNames: event.featureNames ?? null });
+  // Found gone while recording it (above): it stops, so it must not be announced as ready.
+  if (stopping && event.event === 'ready') return;
   process.stdout.write(`${JSON.stringify(event)}\n`);
 };
 
@@ -61,8 +63,17 @@ process.stderr.on('error', () => undefined);
 let worker: Awaited<ReturnType<typeof startWorker>> | null = null;
 let loaded = false;
 let stopping = false;
-const removeWorkDir = (): Promise<void> =>
-  rm(spec.workDir, { recursive: true, force: true }).catch(() => undefined);
+/**
+ * Removes the replica's folder. A load still copying the model into it may recreate part of
+ * it (its staging folder) or make the removal fail (ENOTEMPTY) while it runs; the copy fails
+ * once its folder is gone, so removing again until nothing is left ends in a few rounds.
+ */
+const removeWorkDir = async (): Promise<void> => {
+  for (let round = 0; round < 100 && existsSync(spec.workDir); round++)
+    await rm(spec.workDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 5 }).catch(
+      () => undefined,
+    );
+};
 const stop = (): void => {
   if (stopping) return;
   stopping = true;

@@ -174,7 +174,8 @@ test('a worker whose folder was removed while it started stops itself', async (t
   const folder = replicaFolder(runDir, replicaId, process.pid);
   // The race's outcome: the scan saw no record, the worker wrote one, the scan removed all.
   await until(() => existsSync(join(folder, 'worker.json')), 'the worker to record itself', 1);
-  await rm(folder, { recursive: true, force: true });
+  // The worker may be writing into it meanwhile (ENOTEMPTY): retried, as the platform does.
+  await rm(folder, { recursive: true, force: true, maxRetries: 20, retryDelay: 5 });
   const deadline = Date.now() + 120_000;
   while (!events.some((e) => e.kind === 'exited' || e.kind === 'ready')) {
     assert.ok(Date.now() < deadline, 'timed out waiting for the worker to stop or be ready');

@@ -97,7 +97,8 @@ export async function findSurvivors(replicasDir: string): Promise<LocalSurvivor[
     const folder = join(replicasDir, name);
     const found = readFolder(folder);
     if (found === null || !isRunning(found.identity)) {
-      await rm(folder, { recursive: true, force: true });
+      // A worker that has not recorded itself yet may be writing into it (ENOTEMPTY): retried.
+      await rm(folder, { recursive: true, force: true, maxRetries: 20, retryDelay: 5 });
       continue;
     }
     const { identity, launch, url, socketPath } = found;
