@@ -46,7 +46,10 @@ export interface EngineDoneEvent {
   readonly text: string;
   readonly promptTokens: number;
   readonly completionTokens: number;
-  /** Prompt tokens whose keys and values came from the prefix cache (at its last admission). */
+  /**
+   * Prompt tokens whose keys and values came from the prefix cache at its first admission
+   * (a preempted request's recompute may find its own prompt there: it still computed it).
+   */
   readonly cachedPromptTokens: number;
 }
 

@@ -82,6 +82,13 @@ test('a tiny KV cache forces preemptions and every output is still what it is al
         `${request.requestId}, prefix caching ${prefixCaching}`,
       );
     assert.equal(stats.kvBlocksUsed, 0);
+    if (!prefixCaching) continue;
+    // Recomputes after preemption found their own blocks in the cache, but no two prompts
+    // share a first block: each computed its whole prompt at its first admission, and that is
+    // what usage reports as cached (0), not a later admission's hit.
+    assert.ok(stats.prefixHitTokensTotal > 0, 'some recompute hit the cache');
+    for (const request of requests)
+      assert.equal(outcomes.get(request.requestId)?.done?.cachedPromptTokens, 0, request.requestId);
   }
 });
 
