@@ -161,8 +161,16 @@ export class ServingEngine {
     this.allocator.untrack(requestId);
   }
 
+  /**
+   * Stops scheduling a request (it keeps its blocks within maxPausedBlocks). The budget is
+   * enforced here, not only at the next step: an engine whose requests are all paused does
+   * not step, and would hold the blocks over budget until other work arrived.
+   */
   pause(requestId: string): void {
     this.scheduler.pause(requestId);
+    const evicted = this.scheduler.evictPaused().length;
+    this.counters.preemptionsTotal += evicted;
+    this.counters.pausedEvictionsTotal += evicted;
   }
 
   resume(requestId: string): void {

@@ -312,3 +312,27 @@ test('a seeded sampled request gives the same tokens on either thread as in proc
     await engine.close();
   }
 });
+
+test('a thread whose only sequence is paused past maxPausedBlocks gives its blocks back without a step', async () => {
+  const long = (await readReference()).prompts.find((p) => p.ids.length > 200)!.ids;
+  const started = await startEngine(folder, { ...baseOptions, threads: 1, maxPausedBlocks: 0 });
+  if (!started.ok) assert.fail(started.message);
+  const engine = started.engine;
+  try {
+    const outcome = submitOne(engine, greedy('held', long.slice(0, 40), 400));
+    await until(() => outcome.tokens.length >= 2, 'the first tokens');
+    engine.pause('held');
+    // Answered after the pause was handled: the thread, idle since (nothing unpaused), has
+    // already preempted it.
+    const stats = await engine.stats();
+    assert.equal(outcome.done, null, 'paused before its end');
+    assert.equal(stats.paused, 1);
+    assert.equal(stats.kvBlocksUsed, 0);
+    assert.equal(stats.pausedEvictionsTotal, 1);
+    engine.resume('held');
+    await until(() => outcome.done !== null, 'the resumed request to finish');
+    assert.equal(outcome.tokens.length, 400);
+  } finally {
+    await engine.close();
+  }
+});

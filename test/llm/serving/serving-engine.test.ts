@@ -188,14 +188,15 @@ test('a paused sequence keeps its blocks while others go on, and resumes where i
 test('past maxPausedBlocks a paused sequence is preempted and recomputes identically when resumed', async () => {
   const requests = await tenRequests('q');
   const alone = runAlone(await inProcess(), requests.slice(0, 2));
-  // At most 1 block paused: q0 (2 blocks once its 10-token prompt has 10 more) is evicted at the next step.
+  // At most 1 block paused: q0 (2 blocks once its 10-token prompt has 10 more) is evicted
+  // when it is paused.
   const engine = await inProcess({ maxPausedBlocks: 1, prefixCaching: false });
   for (const request of requests.slice(0, 2)) engine.add(request);
   const outcomes = new Map<string, Outcome>();
   while ((outcomes.get('q0')?.tokens.length ?? 0) < 10)
     for (const e of engine.step().events) record(outcomes, e);
-  engine.pause('q0');
   assert.ok(engine.inspect('q0')!.numBlocks > 1);
+  engine.pause('q0');
   for (const e of engine.step().events) record(outcomes, e);
   assert.deepEqual(engine.inspect('q0'), {
     state: 'waiting',
