@@ -336,3 +336,49 @@ test('a thread whose only sequence is paused past maxPausedBlocks gives its bloc
     await engine.close();
   }
 });
+
+test('an onEvents callback that throws ends its request only, is reported once, and close() completes', async () => {
+  const long = (await readReference()).prompts.find((p) => p.ids.length > 200)!.ids;
+  const other = greedy('other', long.slice(60, 100), 40);
+  const alone = runAlone(await inProcess(), [other]);
+  const started = await startEngine(folder, { ...baseOptions, threads: 1 });
+  if (!started.ok) assert.fail(started.message);
+  const engine = started.engine as EngineHost;
+  const reported: string[] = [];
+  engine.onCallbackError = (requestId, error) => {
+    assert.match(String(error), /callback bug/);
+    reported.push(requestId);
+  };
+  let closed = false;
+  try {
+    let throwerCalls = 0;
+    const submitted = engine.submit(greedy('thrower', long.slice(0, 40), 400), () => {
+      throwerCalls += 1;
+      throw new Error('callback bug');
+    });
+    assert.equal(submitted.ok, true);
+    const o = submitOne(engine, other);
+    await until(() => o.done !== null, 'the other request to finish');
+    assert.deepEqual(comparable(o), comparable(alone.get('other')));
+    assert.equal(throwerCalls, 1, 'nothing delivered after the throw');
+    assert.deepEqual(reported, ['thrower']);
+    const stats = await engine.stats(); // after the cancel the throw caused
+    assert.equal(stats.running + stats.waiting, 0, 'the thrower was cancelled');
+    assert.equal(stats.kvBlocksUsed, 0, 'its blocks freed');
+    assert.ok(stats.generationTokensTotal < 40 + 400, 'it did not run to its end');
+
+    // A callback that throws on the error event close() delivers: close() still completes.
+    let closingCalls = 0;
+    engine.submit(greedy('closing', long.slice(0, 40), 400), (events) => {
+      closingCalls += 1;
+      assert.equal(events[0]?.kind, 'error');
+      throw new Error('callback bug');
+    });
+    await engine.close();
+    closed = true;
+    assert.equal(closingCalls, 1);
+    assert.deepEqual(reported, ['thrower', 'closing']);
+  } finally {
+    if (!closed) await engine.close();
+  }
+});
