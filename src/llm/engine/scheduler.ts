@@ -42,7 +42,11 @@
 //
 // Prefix caching: at every admission (the first, and after a preemption, for prompt + output
 // so far) the allocator may already hold the sequence's first k positions (`kv.admit`, a
-// prefix-cache hit): it then starts with numComputed = k and computes only the rest.
+// prefix-cache hit): it then starts with numComputed = k and computes only the rest. A head
+// whose next block past its hit a running, unpaused sequence is computing (the same tokens:
+// `kv.computingShared`, e.g. the n choices of one request) is skipped until that block is
+// cached, so the prompt is computed once, not once per choice in the same step (continuous
+// batching only; the skipped head does not hold the queue behind it).
 //
 // Pause (backpressure from a slow reader): a paused sequence is never scheduled nor admitted;
 // a running one keeps its blocks. Paused sequences give way first: out of blocks (for a
@@ -350,6 +354,22 @@ export class Scheduler {
         numCached % this.kv.blockSize !== 0
       )
         throw new Error(`the allocator admitted ${head.seqId} with ${numCached} cached positions`);
+      // Blocks of its prompt that a running sequence is computing now (the n choices of one
+      // request, submitted together): it waits until they are cached rather than compute
+      // them too. Static batching forms its batch at once, so it does not wait.
+      if (
+        !isStatic &&
+        this.kv.computingShared?.(
+          head.seqId,
+          numTokensOf(head),
+          numCached,
+          this.running.filter((s) => !s.paused).map((s) => s.seqId),
+        ) === true
+      ) {
+        this.kv.free(head.seqId);
+        index += 1;
+        continue;
+      }
       const numTokens = Math.min(numTokensOf(head) - numCached, budget);
       if (numTokens > 0 && !this.kv.append(head.seqId, numTokens)) {
         this.kv.free(head.seqId);

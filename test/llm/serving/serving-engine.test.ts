@@ -344,3 +344,34 @@ test('the paged cache reserves only the unfilled tail of each last block', async
   assert.equal(reservedSlots, engine.load().kvBlocksUsed * 16);
   assert.ok(reservedSlots - filledSlots < live.length * 16);
 });
+
+test('n choices of one prompt added together share its full blocks: choices 1..n-1 take them from the cache', async () => {
+  // The worker submits a request's n choices at once, each with the same prompt. Admitted in
+  // the same step, each would compute the prompt itself; the later ones wait until the first
+  // has computed (and cached) the blocks they share, then compute only the rest.
+  const long = (await readReference()).prompts.find((p) => p.ids.length > 200)!.ids;
+  const prompt = long.slice(0, 100);
+  const greedyChoices = [0, 1, 2, 3].map((i) => greedy(`g${i}`, prompt, 20));
+  const seeded = [0, 1, 2, 3].map((i) =>
+    greedy(`s${i}`, prompt, 20, { sampling: { temperature: 1, seed: 7 + i } }),
+  );
+  const alone = runAlone(await inProcess({ prefixCaching: false }), [greedyChoices[0]!, ...seeded]);
+  // 128 tokens a step: the prompt in one step; 32: over four, the waiting choices wait for all.
+  for (const maxNumBatchedTokens of [128, 32]) {
+    for (const choices of [greedyChoices, seeded]) {
+      const engine = await inProcess({ maxNumBatchedTokens });
+      for (const choice of choices) assert.deepEqual(engine.add(choice), { ok: true });
+      const outcomes = drain(engine);
+      for (const [i, choice] of choices.entries()) {
+        const id = choice.requestId;
+        const expected = alone.get(id.startsWith('g') ? 'g0' : id);
+        assert.deepEqual(comparable(outcomes.get(id)), comparable(expected), id);
+        // 96: the prompt's 6 full blocks (its last token always runs).
+        assert.equal(outcomes.get(id)?.done?.cachedPromptTokens, i === 0 ? 0 : 96, id);
+      }
+      const stats = engine.stats();
+      assert.equal(stats.prefixHitTokensTotal, 3 * 96, `${maxNumBatchedTokens} tokens a step`);
+      assert.equal(stats.kvBlocksUsed, 0);
+    }
+  }
+});
