@@ -12,7 +12,9 @@
 //
 // Routing: a request goes to the thread with the fewest running + waiting requests, unless
 // a thread that recently took a request with the same first prompt block (whose KV it may
-// still hold in its prefix cache) is close to that (within max(2, 25 %)).
+// still hold in its prefix cache) is close to that (within max(2, 25 %)). A request of the
+// same `group` as the one submitted just before it (the n choices of one prompt) goes where
+// that one went, whatever the loads: there it shares the prompt's blocks.
 //
 // The threads know a request by a key of the host's (`k1`, `k2`, …), never by the caller's
 // id: a caller may cancel an id and submit it again at once, while the thread's step messages
@@ -93,6 +95,8 @@ export class EngineHost implements LlmEngine {
     { readonly thread: EngineThread; readonly resolve: (stats: EngineStats | null) => void }
   >();
   private closed = false;
+  /** The last submit's group and thread, for its siblings submitted right after it. */
+  private lastGroup: { readonly group: string; readonly thread: EngineThread } | null = null;
   /**
    * Told once of a request whose onEvents threw (the request is cancelled then). A callback's
    * error must not escape: it would be thrown from a worker thread's `message` listener (an
@@ -213,7 +217,12 @@ export class EngineHost implements LlmEngine {
         message: `${this.options.maxWaiting} requests are already waiting`,
       };
     const key = this.affinityKey(request.promptTokens);
-    const thread = this.pick(live, key);
+    const last = this.lastGroup;
+    const thread =
+      request.group !== undefined && last?.group === request.group && last.thread.gone === null
+        ? last.thread
+        : this.pick(live, key);
+    this.lastGroup = request.group === undefined ? null : { group: request.group, thread };
     if (key !== null) {
       this.affinity.delete(key);
       this.affinity.set(key, thread.index);
