@@ -4,7 +4,9 @@
 // gets only the new request's events, never those the thread sent for the old one before the
 // cancel reached it; a flood of submits in one tick never queues past maxWaiting, and a
 // request the host accepted is never refused by its thread; stats() reads the threads' load
-// after the messages before it; and random submits, cancels, pauses, resumes and id reuse
+// after the messages before it; a callback that throws ends only its own request (close()
+// completes); a thread whose only sequence is paused past maxPausedBlocks gives its blocks
+// back without a step; and random submits, cancels, pauses, resumes and id reuse
 // over two threads with tiny caches (preemption; timing varies run to run) end each request
 // once, with its output alone, and leave nothing held.
 
