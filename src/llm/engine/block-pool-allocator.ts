@@ -3,6 +3,8 @@
 // one place where the scheduler's counts meet blocks:
 //
 //   admit(seq, n)  → cache.lookup(first n tokens) → SequenceKv.fromPrefix: k cached positions
+//   computingShared(seq, n, k, running) → a running sequence has seq's next full block's
+//                    tokens (and all before): it will cache that block, so seq waits for it
 //   append(seq, n) → kv.reserve(n)  (all or nothing; the model writes and commits them)
 //   free(seq)      → kv.release()   (cached blocks stay in the pool's LRU, evictable)
 //   registerFull(seq) after a step → newly full blocks hashed and cached (prefix-cache.ts)
@@ -70,6 +72,34 @@ export class BlockPoolAllocator implements KvAllocator {
     return hit.numTokens;
   }
 
+  computingShared(
+    seqId: string,
+    numTokens: number,
+    numCached: number,
+    computing: readonly string[],
+  ): boolean {
+    if (this.cache === null) return false;
+    const tokens = this.get(seqId).tokens;
+    const cachedBlocks = numCached / this.blockSize;
+    // A hit covers at most numTokens − 1 positions (the last token must run for its logits).
+    if (Math.floor((numTokens - 1) / this.blockSize) <= cachedBlocks) return false;
+    const start = cachedBlocks * this.blockSize;
+    const end = start + this.blockSize;
+    for (const otherId of computing) {
+      const other = this.seqs.get(otherId);
+      // Not holding blocks (not running), too short, or already past it (then the lookup
+      // would have found the block: waiting on it would never end).
+      if (other === undefined || other.kv === null || other.tokens.length < end) continue;
+      if (other.registered > cachedBlocks) continue;
+      if (
+        sameTokens(tokens, other.tokens, start, end) &&
+        sameTokens(tokens, other.tokens, 0, start)
+      )
+        return true;
+    }
+    return false;
+  }
+
   canAppend(seqId: string, numTokens: number): boolean {
     const kv = this.seqs.get(seqId)?.kv ?? null;
     const holding = kv?.blocks.length ?? 0;
@@ -131,4 +161,15 @@ export class BlockPoolAllocator implements KvAllocator {
     if (seq === undefined) throw new Error(`sequence ${seqId} is not tracked`);
     return seq;
   }
+}
+
+/** Whether `a` and `b` hold the same tokens at positions start … end − 1. */
+function sameTokens(
+  a: readonly number[],
+  b: readonly number[],
+  start: number,
+  end: number,
+): boolean {
+  for (let i = start; i < end; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

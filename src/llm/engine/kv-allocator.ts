@@ -8,6 +8,9 @@
 //   admit(seq, n):  (optional) seq is about to be admitted with n tokens; the allocator may
 //                   already hold its first k positions (prefix cache): it takes them for seq
 //                   and answers k (block-aligned, ≤ n − 1); free(seq) undoes it
+//   computingShared(seq, n, k, computing): (optional) one of `computing` is computing the
+//                   next full block of seq's tokens past its k cached positions: seq had
+//                   better wait for it to be cached than compute it again
 
 export interface KvAllocator {
   /** Token positions per block. */
@@ -28,4 +31,17 @@ export interface KvAllocator {
    * 1. Absent: 0. If the admission then fails, `free(seqId)` gives them back.
    */
   admit?(seqId: string, numTokens: number): number;
+  /**
+   * Whether one of `computing` (running sequences, each of which will compute all its tokens)
+   * has the same tokens as `seqId` up to the end of the full block after its first
+   * `numCached` positions (of its first `numTokens` tokens, as at `admit`), a block not cached
+   * yet: once that sequence has computed it, admitting `seqId` would find it in the cache.
+   * Absent: false (no prefix cache).
+   */
+  computingShared?(
+    seqId: string,
+    numTokens: number,
+    numCached: number,
+    computing: readonly string[],
+  ): boolean;
 }

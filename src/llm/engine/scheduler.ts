@@ -42,13 +42,18 @@
 //
 // Prefix caching: at every admission (the first, and after a preemption, for prompt + output
 // so far) the allocator may already hold the sequence's first k positions (`kv.admit`, a
-// prefix-cache hit): it then starts with numComputed = k and computes only the rest.
+// prefix-cache hit): it then starts with numComputed = k and computes only the rest. A head
+// whose next block past its hit a running, unpaused sequence is computing (the same tokens:
+// `kv.computingShared`, e.g. the n choices of one request) is skipped until that block is
+// cached, so the prompt is computed once, not once per choice in the same step (continuous
+// batching only; the skipped head does not hold the queue behind it).
 //
 // Pause (backpressure from a slow reader): a paused sequence is never scheduled nor admitted;
 // a running one keeps its blocks. Paused sequences give way first: out of blocks (for a
 // running sequence or the waiting head), the oldest-paused running sequence is preempted
 // before any running one; and when paused sequences hold more than maxPausedBlocks blocks
-// together, the oldest-paused are preempted until they do not (pausedEvictions). A paused sequence does not count against maxNumSeqs
+// together, the oldest-paused are preempted until they do not (pausedEvictions; evictPaused()
+// does it at once, between steps). A paused sequence does not count against maxNumSeqs
 // (a slow reader must not hold a batch slot); when resumed ones make the unpaused running
 // sequences more than maxNumSeqs, a step plans the first maxNumSeqs of them in running order.
 // Resumed, it decodes again, or (preempted meanwhile) is admitted again at its place.
@@ -223,6 +228,25 @@ export class Scheduler {
     return true;
   }
 
+  /**
+   * Enforces the paused-block budget now, between steps: the oldest-paused running sequences
+   * are preempted until the paused ones hold at most maxPausedBlocks blocks; their ids. Call
+   * it after pause() when no step may follow soon (an engine whose sequences are all paused
+   * does not step); schedule() does it too. Inside a step (after schedule(), before
+   * onStepDone()) it does nothing: the next schedule() will.
+   */
+  evictPaused(): string[] {
+    if (this.stepOpen) return [];
+    const evicted: string[] = [];
+    const maxPausedBlocks = this.options.maxPausedBlocks ?? Number.POSITIVE_INFINITY;
+    while (this.numPausedBlocks > maxPausedBlocks) {
+      const victim = this.oldestPausedRunning()!;
+      this.preempt(victim);
+      evicted.push(victim.seqId);
+    }
+    return evicted;
+  }
+
   /** Lets a paused sequence run again; false when it is not known. */
   resume(seqId: string): boolean {
     const seq = this.byId.get(seqId);
@@ -236,7 +260,6 @@ export class Scheduler {
     // A second plan before the first is applied would count its chunks twice: a bug in the
     // loop, not an outcome to handle.
     if (this.stepOpen) throw new Error('schedule() again before onStepDone() of the last step');
-    this.stepOpen = true;
     const scheduled = new Map<Seq, ScheduledSeq>();
     const preempted: string[] = [];
     const pausedEvictions: string[] = [];
@@ -252,28 +275,17 @@ export class Scheduler {
         budget += entry.numTokens;
         scheduled.delete(victim);
       }
-      this.kv.free(victim.seqId);
-      this.running.splice(this.running.indexOf(victim), 1);
-      victim.numComputed = 0;
-      victim.state = 'waiting';
-      insertSorted(this.waiting, victim);
+      this.preempt(victim);
       preempted.push(victim.seqId);
     };
 
-    const oldestPausedRunning = (): Seq | undefined => {
-      let oldest: Seq | undefined;
-      for (const s of this.running)
-        if (s.paused && (oldest === undefined || s.pausedAt < oldest.pausedAt)) oldest = s;
-      return oldest;
-    };
-
-    // Paused sequences past their budget of blocks give them back, oldest-paused first.
-    const maxPausedBlocks = this.options.maxPausedBlocks ?? Number.POSITIVE_INFINITY;
-    while (this.numPausedBlocks > maxPausedBlocks) {
-      const victim = oldestPausedRunning()!;
-      preempt(victim);
-      pausedEvictions.push(victim.seqId);
+    // Paused sequences past their budget of blocks give them back, oldest-paused first (in
+    // the engine usually done already when they were paused: evictPaused()).
+    for (const seqId of this.evictPaused()) {
+      preempted.push(seqId);
+      pausedEvictions.push(seqId);
     }
+    this.stepOpen = true;
     // After those evictions: a static batch emptied by them takes the next batch this step (a
     // step that schedules nothing and says nothing lets an engine thread wait for a message).
     const batchWasEmpty = this.running.length === 0;
@@ -286,7 +298,7 @@ export class Scheduler {
       if (numTokens < 1 || scheduled.size >= this.options.maxNumSeqs) return;
       while (!this.kv.append(seq.seqId, numTokens)) {
         preemptedForSpace = true;
-        const paused = oldestPausedRunning();
+        const paused = this.oldestPausedRunning();
         if (paused !== undefined) {
           preempt(paused);
           pausedEvictions.push(paused.seqId);
@@ -342,11 +354,27 @@ export class Scheduler {
         numCached % this.kv.blockSize !== 0
       )
         throw new Error(`the allocator admitted ${head.seqId} with ${numCached} cached positions`);
+      // Blocks of its prompt that a running sequence is computing now (the n choices of one
+      // request, submitted together): it waits until they are cached rather than compute
+      // them too. Static batching forms its batch at once, so it does not wait.
+      if (
+        !isStatic &&
+        this.kv.computingShared?.(
+          head.seqId,
+          numTokensOf(head),
+          numCached,
+          this.running.filter((s) => !s.paused).map((s) => s.seqId),
+        ) === true
+      ) {
+        this.kv.free(head.seqId);
+        index += 1;
+        continue;
+      }
       const numTokens = Math.min(numTokensOf(head) - numCached, budget);
       if (numTokens > 0 && !this.kv.append(head.seqId, numTokens)) {
         this.kv.free(head.seqId);
         // Paused sequences give their blocks to the head before it waits for running ones.
-        const paused = oldestPausedRunning();
+        const paused = this.oldestPausedRunning();
         if (paused !== undefined) {
           preempt(paused);
           pausedEvictions.push(paused.seqId);
@@ -486,6 +514,22 @@ export class Scheduler {
       phase: isDecode(seq) ? 'decode' : 'prefill',
       samples: seq.numComputed + numTokens === numTokensOf(seq),
     };
+  }
+
+  /** Back to the waiting queue at its place, its blocks freed: it recomputes when admitted. */
+  private preempt(victim: Seq): void {
+    this.kv.free(victim.seqId);
+    this.running.splice(this.running.indexOf(victim), 1);
+    victim.numComputed = 0;
+    victim.state = 'waiting';
+    insertSorted(this.waiting, victim);
+  }
+
+  private oldestPausedRunning(): Seq | undefined {
+    let oldest: Seq | undefined;
+    for (const s of this.running)
+      if (s.paused && (oldest === undefined || s.pausedAt < oldest.pausedAt)) oldest = s;
+    return oldest;
   }
 
   private remove(seq: Seq): void {

@@ -25,6 +25,12 @@ export interface EngineRequest {
   readonly stopStrings: readonly string[];
   /** Lower runs first; default 0. First come, first served within a priority. */
   readonly priority?: number;
+  /**
+   * Requests submitted in a row with the same group (the choices of one prompt of an OpenAI
+   * request, `n > 1`) go to the same engine thread, where the later ones take the prompt's
+   * blocks from the first one's prefix cache instead of computing them again.
+   */
+  readonly group?: string;
 }
 
 export interface EngineTokenEvent {
@@ -46,7 +52,10 @@ export interface EngineDoneEvent {
   readonly text: string;
   readonly promptTokens: number;
   readonly completionTokens: number;
-  /** Prompt tokens whose keys and values came from the prefix cache (at its last admission). */
+  /**
+   * Prompt tokens whose keys and values came from the prefix cache at its first admission
+   * (a preempted request's recompute may find its own prompt there: it still computed it).
+   */
   readonly cachedPromptTokens: number;
 }
 

@@ -6,11 +6,15 @@
 //   thread ─{step: events, load}─► events grouped per request ─► onEvents (one call a step)
 //   cancel ─► forgotten here at once (no event after it) ─► thread frees its blocks
 //   close ─► every request still live ends with an error event, then the threads stop
+//   onEvents throws ─► that request is cancelled (blocks freed), the error reported once
+//     (onCallbackError); the other requests and the host go on
 //   load() ─► the threads' last reports (+ submits they have not taken yet, as waiting)
 //
 // Routing: a request goes to the thread with the fewest running + waiting requests, unless
 // a thread that recently took a request with the same first prompt block (whose KV it may
-// still hold in its prefix cache) is close to that (within max(2, 25 %)).
+// still hold in its prefix cache) is close to that (within max(2, 25 %)). A request of the
+// same `group` as the one submitted just before it (the n choices of one prompt) goes where
+// that one went, whatever the loads: there it shares the prompt's blocks.
 //
 // The threads know a request by a key of the host's (`k1`, `k2`, …), never by the caller's
 // id: a caller may cancel an id and submit it again at once, while the thread's step messages
@@ -91,6 +95,20 @@ export class EngineHost implements LlmEngine {
     { readonly thread: EngineThread; readonly resolve: (stats: EngineStats | null) => void }
   >();
   private closed = false;
+  /** The last submit's group and thread, for its siblings submitted right after it. */
+  private lastGroup: { readonly group: string; readonly thread: EngineThread } | null = null;
+  /**
+   * Told once of a request whose onEvents threw (the request is cancelled then). A callback's
+   * error must not escape: it would be thrown from a worker thread's `message` listener (an
+   * uncaught exception: the process ends) or out of close(). Default: a line on stderr.
+   */
+  onCallbackError: (requestId: string, error: unknown) => void = (requestId, error) => {
+    process.stderr.write(
+      `engine host: the event callback of request ${requestId} threw; it is cancelled: ${
+        error instanceof Error ? (error.stack ?? error.message) : String(error)
+      }\n`,
+    );
+  };
 
   private constructor(
     private readonly threads: readonly EngineThread[],
@@ -199,7 +217,12 @@ export class EngineHost implements LlmEngine {
         message: `${this.options.maxWaiting} requests are already waiting`,
       };
     const key = this.affinityKey(request.promptTokens);
-    const thread = this.pick(live, key);
+    const last = this.lastGroup;
+    const thread =
+      request.group !== undefined && last?.group === request.group && last.thread.gone === null
+        ? last.thread
+        : this.pick(live, key);
+    this.lastGroup = request.group === undefined ? null : { group: request.group, thread };
     if (key !== null) {
       this.affinity.delete(key);
       this.affinity.set(key, thread.index);
@@ -296,14 +319,11 @@ export class EngineHost implements LlmEngine {
     this.statsWaiters.clear();
     // A caller waiting for its request's end must get one (the contract: each submit ends
     // with done or error unless cancelled), or its response would hang.
-    const failure = this.deliverEach(
-      live.map(([requestId, pending]) => [
-        pending,
-        [{ kind: 'error', requestId, message: 'the engine closed' }],
-      ]),
-    );
+    for (const [requestId, pending] of live)
+      this.deliver(requestId, pending, [
+        { kind: 'error', requestId, message: 'the engine closed' },
+      ]);
     await Promise.all(this.threads.map((t) => t.worker.terminate()));
-    if (failure !== null) throw failure;
   }
 
   /** Threads, for tests: which one runs a request, and each one's last load. */
@@ -338,30 +358,29 @@ export class EngineHost implements LlmEngine {
       if (list === undefined) byKey.set(event.requestId, [own]);
       else list.push(own);
     }
-    // Every request gets its events even if one callback throws; the first error is rethrown.
-    let failure: Error | null = null;
+    // Every request gets its events even if one callback throws (deliver contains it).
     for (const [key, events] of byKey) {
       const requestId = this.idsByKey.get(key);
       if (requestId === undefined) continue; // cancelled by an earlier callback of this step
       const pending = this.requests.get(requestId)!;
       if (events.some((e) => e.kind !== 'token')) this.forget(requestId);
-      failure ??= this.deliverEach([[pending, events]]);
+      this.deliver(requestId, pending, events);
     }
-    if (failure !== null) throw failure;
   }
 
-  /** Calls each callback with its events; the first error thrown, after all were called. */
-  private deliverEach(
-    deliveries: readonly (readonly [Pending, readonly EngineEvent[]])[],
-  ): Error | null {
-    let failure: Error | null = null;
-    for (const [pending, events] of deliveries)
-      try {
-        pending.onEvents(events);
-      } catch (error) {
-        failure ??= error instanceof Error ? error : new Error(String(error));
-      }
-    return failure;
+  /**
+   * Hands a request its events. A callback that throws ends its request: cancelled (its
+   * thread frees the blocks; nothing more is delivered) and reported once; the error goes
+   * no further.
+   */
+  private deliver(requestId: string, pending: Pending, events: readonly EngineEvent[]): void {
+    try {
+      pending.onEvents(events);
+    } catch (error) {
+      // Still the same request (not one submitted again under its id by the callback).
+      if (this.requests.get(requestId) === pending) this.cancel(requestId);
+      this.onCallbackError(requestId, error);
+    }
   }
 
   /** A thread died: its requests end with an error; the others carry on. */
@@ -374,19 +393,14 @@ export class EngineHost implements LlmEngine {
         waiter.resolve(null);
       }
     // One by one: a callback may cancel others of the thread's requests (a run's choices).
-    let failure: Error | null = null;
     for (const requestId of [...thread.requests]) {
       const pending = this.requests.get(requestId);
       if (pending === undefined) continue;
       this.forget(requestId);
-      failure ??= this.deliverEach([
-        [
-          pending,
-          [{ kind: 'error', requestId, message: `engine thread ${thread.index} stopped: ${why}` }],
-        ],
+      this.deliver(requestId, pending, [
+        { kind: 'error', requestId, message: `engine thread ${thread.index} stopped: ${why}` },
       ]);
     }
-    if (failure !== null) throw failure;
   }
 
   private forget(requestId: string): void {

@@ -61,7 +61,11 @@ interface Sequence {
   readonly sampler: Sampler;
   readonly text: OutputText;
   generated: number;
-  cachedPromptTokens: number;
+  /**
+   * Prompt tokens found in the prefix cache at the first admission (null before it). A
+   * preempted sequence's later admissions may find its own prompt there, but it computed it.
+   */
+  cachedPromptTokens: number | null;
 }
 
 type Counters = Omit<EngineStats, keyof EngineLoad>;
@@ -142,7 +146,7 @@ export class ServingEngine {
       sampler: new Sampler(request.sampling, request.promptTokens),
       text: new OutputText(stream, request.stopTokenIds, request.stopStrings),
       generated: 0,
-      cachedPromptTokens: 0,
+      cachedPromptTokens: null,
     };
     this.seqs.set(request.requestId, seq);
     this.allocator.track(request.requestId, seq.tokens);
@@ -157,8 +161,16 @@ export class ServingEngine {
     this.allocator.untrack(requestId);
   }
 
+  /**
+   * Stops scheduling a request (it keeps its blocks within maxPausedBlocks). The budget is
+   * enforced here, not only at the next step: an engine whose requests are all paused does
+   * not step, and would hold the blocks over budget until other work arrived.
+   */
   pause(requestId: string): void {
     this.scheduler.pause(requestId);
+    const evicted = this.scheduler.evictPaused().length;
+    this.counters.preemptionsTotal += evicted;
+    this.counters.pausedEvictionsTotal += evicted;
   }
 
   resume(requestId: string): void {
@@ -222,7 +234,10 @@ export class ServingEngine {
     this.counters.pausedEvictionsTotal += plan.pausedEvictions.length;
     for (const admitted of plan.admitted) {
       const seq = this.seqs.get(admitted.seqId)!;
-      seq.cachedPromptTokens = Math.min(admitted.numCachedTokens, seq.request.promptTokens.length);
+      seq.cachedPromptTokens ??= Math.min(
+        admitted.numCachedTokens,
+        seq.request.promptTokens.length,
+      );
       // Looked up at every admission: a preempted sequence's prompt + output so far.
       if (this.options.prefixCaching) {
         this.counters.prefixQueriedTokensTotal += admitted.numTokens;
@@ -333,7 +348,7 @@ export class ServingEngine {
       text,
       promptTokens: seq.request.promptTokens.length,
       completionTokens: seq.generated,
-      cachedPromptTokens: seq.cachedPromptTokens,
+      cachedPromptTokens: seq.cachedPromptTokens ?? 0,
     };
   }
 

@@ -1,8 +1,9 @@
 // From a parsed OpenAI request to the engine requests that answer it: prompts tokenized (a
 // chat through the model's chat template), checked against the context, and one engine
 // request per choice — prompt-major, choice index p·n + i — each with its own sampling seed
-// (seed + i) and the tokens that end it (the tokenizer's EOS ids; for a chat, also the
-// template's end-of-turn token).
+// (seed + i), the tokens that end it (the tokenizer's EOS ids; for a chat, also the
+// template's end-of-turn token), and a group per prompt (its choices share one engine thread
+// and the prompt's KV blocks).
 
 import type { EngineRequest } from '../../llm/serving/engine-api.ts';
 import type { Tokenizer } from '../../llm/tokenizer/tokenizer.ts';
@@ -68,6 +69,8 @@ function plans(
           sampling: samplingFor(fields, i, logprobs),
           stopTokenIds: fields.ignoreEos ? [] : stopTokenIds,
           stopStrings: fields.stop,
+          // One engine thread for a prompt's choices: they share its KV blocks there.
+          group: `${requestId}/${promptIndex}`,
         },
       });
     }

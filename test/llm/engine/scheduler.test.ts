@@ -489,6 +489,64 @@ test('a preempted sequence is admitted again with prompt + output, reusing what 
   );
 });
 
+/** A cache where `waitOn` names the running sequence computing a waiting one's prefix. */
+class SharingFakeKv extends CachingFakeKv {
+  readonly waitOn = new Map<string, string>();
+  readonly asked: [string, number, string[]][] = [];
+
+  computingShared(
+    seqId: string,
+    _numTokens: number,
+    numCached: number,
+    computing: readonly string[],
+  ): boolean {
+    this.asked.push([seqId, numCached, [...computing]]);
+    const source = this.waitOn.get(seqId);
+    return source !== undefined && computing.includes(source) && numCached < 8;
+  }
+}
+
+test('a head whose prefix a running sequence is computing waits for it, without holding the queue', () => {
+  const kv = new SharingFakeKv(100, 4);
+  kv.waitOn.set('b', 'a'); // b's first 8 tokens are a's
+  const scheduler = new Scheduler(kv, { maxNumTokensPerStep: 6, maxNumSeqs: 4 });
+  scheduler.add({ seqId: 'a', numPromptTokens: 10, maxTokens: 2 });
+  scheduler.add({ seqId: 'b', numPromptTokens: 10, maxTokens: 2 });
+  scheduler.add({ seqId: 'c', numPromptTokens: 3, maxTokens: 2 });
+  assert.equal(show(step(scheduler).plan), 'a:6p');
+  // b waits (its admission undone: no blocks held); c behind it is admitted.
+  const second = step(scheduler).plan;
+  assert.equal(show(second), 'a:4p* c:2p');
+  assert.deepEqual(kv.asked, [
+    ['a', 0, []],
+    ['b', 0, ['a']],
+    ['c', 0, ['a']],
+  ]);
+  assert.equal(kv.blocksOf('b'), 0);
+  assert.equal(scheduler.inspect('b')?.state, 'waiting');
+  kv.cachedTokens.set('b', 8); // a computed them: now in the cache
+  const third = step(scheduler).plan;
+  assert.equal(show(third), 'a:1d* b:2p* c:1p*'); // running order: by arrival
+  assert.deepEqual(third.admitted, [{ seqId: 'b', numTokens: 10, numCachedTokens: 8 }]);
+  drain(scheduler);
+
+  // Static batching forms its batch at once: nobody is asked to wait.
+  const staticKv = new SharingFakeKv(100, 4);
+  staticKv.waitOn.set('b', 'a');
+  const batch = new Scheduler(staticKv, {
+    maxNumTokensPerStep: 6,
+    maxNumSeqs: 4,
+    batching: 'static',
+  });
+  batch.add({ seqId: 'a', numPromptTokens: 10, maxTokens: 2 });
+  batch.add({ seqId: 'b', numPromptTokens: 10, maxTokens: 2 });
+  assert.deepEqual(
+    step(batch).plan.admitted.map((a) => a.seqId),
+    ['a', 'b'],
+  );
+  assert.deepEqual(staticKv.asked, []);
+});
+
 test('a paused sequence is not scheduled and keeps its blocks; a paused waiting one is not admitted', () => {
   const { kv, scheduler } = make({ maxNumTokensPerStep: 16, maxNumSeqs: 4 }, 100, 4);
   scheduler.add({ seqId: 'a', numPromptTokens: 4, maxTokens: 6 });

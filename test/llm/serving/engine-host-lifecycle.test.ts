@@ -4,7 +4,9 @@
 // gets only the new request's events, never those the thread sent for the old one before the
 // cancel reached it; a flood of submits in one tick never queues past maxWaiting, and a
 // request the host accepted is never refused by its thread; stats() reads the threads' load
-// after the messages before it; and random submits, cancels, pauses, resumes and id reuse
+// after the messages before it; a callback that throws ends only its own request (close()
+// completes); a thread whose only sequence is paused past maxPausedBlocks gives its blocks
+// back without a step; and random submits, cancels, pauses, resumes and id reuse
 // over two threads with tiny caches (preemption; timing varies run to run) end each request
 // once, with its output alone, and leave nothing held.
 
@@ -310,5 +312,75 @@ test('a seeded sampled request gives the same tokens on either thread as in proc
     for (const outcome of outcomes) assert.deepEqual(comparable(outcome), comparable(alone));
   } finally {
     await engine.close();
+  }
+});
+
+test('a thread whose only sequence is paused past maxPausedBlocks gives its blocks back without a step', async () => {
+  const long = (await readReference()).prompts.find((p) => p.ids.length > 200)!.ids;
+  const started = await startEngine(folder, { ...baseOptions, threads: 1, maxPausedBlocks: 0 });
+  if (!started.ok) assert.fail(started.message);
+  const engine = started.engine;
+  try {
+    const outcome = submitOne(engine, greedy('held', long.slice(0, 40), 400));
+    await until(() => outcome.tokens.length >= 2, 'the first tokens');
+    engine.pause('held');
+    // Answered after the pause was handled: the thread, idle since (nothing unpaused), has
+    // already preempted it.
+    const stats = await engine.stats();
+    assert.equal(outcome.done, null, 'paused before its end');
+    assert.equal(stats.paused, 1);
+    assert.equal(stats.kvBlocksUsed, 0);
+    assert.equal(stats.pausedEvictionsTotal, 1);
+    engine.resume('held');
+    await until(() => outcome.done !== null, 'the resumed request to finish');
+    assert.equal(outcome.tokens.length, 400);
+  } finally {
+    await engine.close();
+  }
+});
+
+test('an onEvents callback that throws ends its request only, is reported once, and close() completes', async () => {
+  const long = (await readReference()).prompts.find((p) => p.ids.length > 200)!.ids;
+  const other = greedy('other', long.slice(60, 100), 40);
+  const alone = runAlone(await inProcess(), [other]);
+  const started = await startEngine(folder, { ...baseOptions, threads: 1 });
+  if (!started.ok) assert.fail(started.message);
+  const engine = started.engine as EngineHost;
+  const reported: string[] = [];
+  engine.onCallbackError = (requestId, error) => {
+    assert.match(String(error), /callback bug/);
+    reported.push(requestId);
+  };
+  let closed = false;
+  try {
+    let throwerCalls = 0;
+    const submitted = engine.submit(greedy('thrower', long.slice(0, 40), 400), () => {
+      throwerCalls += 1;
+      throw new Error('callback bug');
+    });
+    assert.equal(submitted.ok, true);
+    const o = submitOne(engine, other);
+    await until(() => o.done !== null, 'the other request to finish');
+    assert.deepEqual(comparable(o), comparable(alone.get('other')));
+    assert.equal(throwerCalls, 1, 'nothing delivered after the throw');
+    assert.deepEqual(reported, ['thrower']);
+    const stats = await engine.stats(); // after the cancel the throw caused
+    assert.equal(stats.running + stats.waiting, 0, 'the thrower was cancelled');
+    assert.equal(stats.kvBlocksUsed, 0, 'its blocks freed');
+    assert.ok(stats.generationTokensTotal < 40 + 400, 'it did not run to its end');
+
+    // A callback that throws on the error event close() delivers: close() still completes.
+    let closingCalls = 0;
+    engine.submit(greedy('closing', long.slice(0, 40), 400), (events) => {
+      closingCalls += 1;
+      assert.equal(events[0]?.kind, 'error');
+      throw new Error('callback bug');
+    });
+    await engine.close();
+    closed = true;
+    assert.equal(closingCalls, 1);
+    assert.deepEqual(reported, ['thrower', 'closing']);
+  } finally {
+    if (!closed) await engine.close();
   }
 });

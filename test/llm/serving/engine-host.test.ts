@@ -215,6 +215,34 @@ test('a request goes to the least-loaded thread, or to the one that had its firs
   }
 });
 
+test('the n choices of one prompt (a group, submitted in a row) go to one thread and share its blocks', async () => {
+  const requests = await thirtyTwoRequests('n');
+  const prompt = [...requests[3]!.promptTokens, ...requests[4]!.promptTokens].slice(0, 100);
+  assert.equal(prompt.length, 100);
+  const started = await startEngine(folder, { ...baseOptions, threads: 2 });
+  if (!started.ok) assert.fail(started.message);
+  const engine = started.engine as EngineHost;
+  try {
+    // One thread busy first: the choices' first goes to the other; the loads then tip back.
+    const busy = submitOne(engine, greedy('busy', requests[9]!.promptTokens, 8));
+    const choices = [0, 1, 2, 3, 4, 5].map((i) =>
+      greedy(`choice${i}`, prompt, 8, { group: 'cmpl-1/0' }),
+    );
+    const outcomes = choices.map((choice) => submitOne(engine, choice));
+    const threads = choices.map((choice) => engine.threadOf(choice.requestId));
+    assert.deepEqual(new Set(threads).size, 1, `threads ${threads.join(',')}`);
+    await until(
+      () => busy.done !== null && outcomes.every((o) => o.done !== null),
+      'all to finish',
+    );
+    for (const outcome of outcomes) assert.deepEqual(outcome.tokens, outcomes[0]!.tokens);
+    const stats = await engine.stats();
+    assert.ok(stats.prefixHitTokensTotal >= 5 * 96, `${stats.prefixHitTokensTotal} hit tokens`);
+  } finally {
+    await engine.close();
+  }
+});
+
 test('a thread that dies ends its requests with an error; stats and new requests go on', async () => {
   const started = await startEngine(folder, { ...baseOptions, threads: 2 });
   if (!started.ok) assert.fail(started.message);

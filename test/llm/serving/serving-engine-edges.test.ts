@@ -116,3 +116,33 @@ test('edges: prompt + max_tokens exactly the context; max_tokens 1; greedy log-p
       assert.ok(t.topLogprobs[i]!.logprob <= t.topLogprobs[i - 1]!.logprob);
   }
 });
+
+test('pausing past maxPausedBlocks evicts at once, though no step follows (every sequence paused)', async () => {
+  // An engine thread steps only while something is unpaused: an eviction left for the next
+  // step would keep the blocks over budget until other work arrives.
+  const long = (await readReference()).prompts.find((p) => p.ids.length > 200)!.ids;
+  const request = greedy('idle', long.slice(0, 40), 30);
+  const alone = runAlone(await inProcess(), [request]);
+  const engine = await inProcess({ maxPausedBlocks: 1, prefixCaching: false });
+  const outcomes = new Map<string, Outcome>();
+  engine.add(request);
+  while ((outcomes.get('idle')?.tokens.length ?? 0) < 5)
+    for (const e of engine.step().events) record(outcomes, e);
+  assert.ok(engine.inspect('idle')!.numBlocks > 1);
+  engine.pause('idle');
+  assert.equal(engine.hasWork(), false, 'nothing left to step');
+  assert.deepEqual(engine.inspect('idle'), {
+    state: 'waiting',
+    paused: true,
+    numComputed: 0,
+    numOutputTokens: 5,
+    numBlocks: 0,
+  });
+  const stats = engine.stats();
+  assert.equal(stats.kvBlocksUsed, 0);
+  assert.equal(stats.pausedEvictionsTotal, 1);
+  assert.equal(stats.preemptionsTotal, 1);
+  engine.resume('idle');
+  drain(engine, outcomes);
+  assert.deepEqual(comparable(outcomes.get('idle')), comparable(alone.get('idle')));
+});

@@ -82,6 +82,13 @@ test('a tiny KV cache forces preemptions and every output is still what it is al
         `${request.requestId}, prefix caching ${prefixCaching}`,
       );
     assert.equal(stats.kvBlocksUsed, 0);
+    if (!prefixCaching) continue;
+    // Recomputes after preemption found their own blocks in the cache, but no two prompts
+    // share a first block: each computed its whole prompt at its first admission, and that is
+    // what usage reports as cached (0), not a later admission's hit.
+    assert.ok(stats.prefixHitTokensTotal > 0, 'some recompute hit the cache');
+    for (const request of requests)
+      assert.equal(outcomes.get(request.requestId)?.done?.cachedPromptTokens, 0, request.requestId);
   }
 });
 
@@ -181,14 +188,15 @@ test('a paused sequence keeps its blocks while others go on, and resumes where i
 test('past maxPausedBlocks a paused sequence is preempted and recomputes identically when resumed', async () => {
   const requests = await tenRequests('q');
   const alone = runAlone(await inProcess(), requests.slice(0, 2));
-  // At most 1 block paused: q0 (2 blocks once its 10-token prompt has 10 more) is evicted at the next step.
+  // At most 1 block paused: q0 (2 blocks once its 10-token prompt has 10 more) is evicted
+  // when it is paused.
   const engine = await inProcess({ maxPausedBlocks: 1, prefixCaching: false });
   for (const request of requests.slice(0, 2)) engine.add(request);
   const outcomes = new Map<string, Outcome>();
   while ((outcomes.get('q0')?.tokens.length ?? 0) < 10)
     for (const e of engine.step().events) record(outcomes, e);
-  engine.pause('q0');
   assert.ok(engine.inspect('q0')!.numBlocks > 1);
+  engine.pause('q0');
   for (const e of engine.step().events) record(outcomes, e);
   assert.deepEqual(engine.inspect('q0'), {
     state: 'waiting',
@@ -335,4 +343,35 @@ test('the paged cache reserves only the unfilled tail of each last block', async
   assert.equal(filledSlots, expectedFilled);
   assert.equal(reservedSlots, engine.load().kvBlocksUsed * 16);
   assert.ok(reservedSlots - filledSlots < live.length * 16);
+});
+
+test('n choices of one prompt added together share its full blocks: choices 1..n-1 take them from the cache', async () => {
+  // The worker submits a request's n choices at once, each with the same prompt. Admitted in
+  // the same step, each would compute the prompt itself; the later ones wait until the first
+  // has computed (and cached) the blocks they share, then compute only the rest.
+  const long = (await readReference()).prompts.find((p) => p.ids.length > 200)!.ids;
+  const prompt = long.slice(0, 100);
+  const greedyChoices = [0, 1, 2, 3].map((i) => greedy(`g${i}`, prompt, 20));
+  const seeded = [0, 1, 2, 3].map((i) =>
+    greedy(`s${i}`, prompt, 20, { sampling: { temperature: 1, seed: 7 + i } }),
+  );
+  const alone = runAlone(await inProcess({ prefixCaching: false }), [greedyChoices[0]!, ...seeded]);
+  // 128 tokens a step: the prompt in one step; 32: over four, the waiting choices wait for all.
+  for (const maxNumBatchedTokens of [128, 32]) {
+    for (const choices of [greedyChoices, seeded]) {
+      const engine = await inProcess({ maxNumBatchedTokens });
+      for (const choice of choices) assert.deepEqual(engine.add(choice), { ok: true });
+      const outcomes = drain(engine);
+      for (const [i, choice] of choices.entries()) {
+        const id = choice.requestId;
+        const expected = alone.get(id.startsWith('g') ? 'g0' : id);
+        assert.deepEqual(comparable(outcomes.get(id)), comparable(expected), id);
+        // 96: the prompt's 6 full blocks (its last token always runs).
+        assert.equal(outcomes.get(id)?.done?.cachedPromptTokens, i === 0 ? 0 : 96, id);
+      }
+      const stats = engine.stats();
+      assert.equal(stats.prefixHitTokensTotal, 3 * 96, `${maxNumBatchedTokens} tokens a step`);
+      assert.equal(stats.kvBlocksUsed, 0);
+    }
+  }
 });

@@ -182,6 +182,30 @@ test('n = 2 with a seed: two choices, reproducible; several prompts numbered pro
   );
 });
 
+test('n = 4 over a 100-token prompt: choices 1..3 take its 6 full blocks from the prefix cache', async () => {
+  // The four choices are submitted together. Taken by the engine thread in one turn, it
+  // admits 1..3 once choice 0 has computed (and cached) the blocks they share, instead of
+  // computing the prompt four times; taken one by one, they find them cached anyway.
+  const { tokenizer } = await referenceParts();
+  const tokens = tokenizer.encode(
+    'Everyone is permitted to copy and distribute verbatim copies. '.repeat(12),
+  );
+  const promptTokens = tokens.slice(0, 100);
+  assert.equal(promptTokens.length, 100);
+  const hitBefore = await metricValue(w.url, 'kiln_llm_prefix_cache_hit_tokens_total');
+  const answer = await client.completions.create({
+    model: 'tiny',
+    prompt: promptTokens,
+    max_tokens: 6,
+    n: 4,
+    temperature: 0,
+  });
+  const hits = (await metricValue(w.url, 'kiln_llm_prefix_cache_hit_tokens_total')) - hitBefore;
+  assert.ok(hits >= 3 * 96, `${hits} prefix-cache hit tokens`);
+  assert.equal(answer.choices.length, 4);
+  for (const choice of answer.choices) assert.equal(choice.text, answer.choices[0]!.text);
+});
+
 test('16 concurrent greedy streams each produce the text they produce alone', async () => {
   const prompts = Array.from({ length: 16 }, (_, i) => `${i} ${'copyleft '.repeat(i % 5)}licence`);
   const alone: string[] = [];
