@@ -100,6 +100,18 @@ test('a completion, its legacy logprobs (offsets continuing across chunks) and i
   assert.deepEqual(completionUsageChunk(header, usage).usage, usage);
 });
 
+test('text_offset counts code points, as OpenAI and vLLM (Python) do, not UTF-16 units', () => {
+  // An echoed prompt with an emoji (two UTF-16 units, one code point) before the tokens.
+  const echo = 'Hi 😀 ';
+  const emojiEntries = [
+    { token: '🙂', logprob: -1, top: [] },
+    { token: '!', logprob: -2, top: [] },
+  ];
+  const built = completionLogprobs(emojiEntries, [...echo].length);
+  assert.deepEqual(built.logprobs.text_offset, [5, 6]);
+  assert.equal(built.nextOffset, 7);
+});
+
 test('a chat completion, its logprobs with bytes, and its chunks', () => {
   const logprobs = chatLogprobs([{ token: 'é', logprob: -1, top: entries[0]!.top }], 1);
   assert.deepEqual(logprobs, {
