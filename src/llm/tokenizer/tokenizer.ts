@@ -21,6 +21,7 @@ import type { SpecialTokenNames, TokenizerConfig } from './tokenizer-config.ts';
 import { wellFormed } from './unicode-classes.ts';
 
 const byteTokenPattern = /^<0x[0-9A-Fa-f]{2}>$/;
+const utf8 = new TextEncoder();
 
 export interface EncodeOptions {
   /** Add the post-processor's special tokens (BOS for Llama); default true. */
@@ -131,6 +132,18 @@ export class Tokenizer {
       tokens.push(token);
     }
     return decoder === null ? tokens.join(' ') : decoder.decode(tokens).join('');
+  }
+
+  /**
+   * The token's own bytes where it stands within a text, as OpenAI's logprobs `bytes` give
+   * them: a token holding part of a UTF-8 character has those bytes (its text alone decodes
+   * to U+FFFD). Empty for an id with no token.
+   */
+  tokenBytes(id: number): number[] {
+    const token = this.idToToken(id);
+    if (token === undefined) return [];
+    const decoder = this.#parts.decoder;
+    return [...(decoder === null ? utf8.encode(token) : decoder.tokenBytes(token))];
   }
 
   /** An incremental decoder for generated ids (see decode-stream.ts). */

@@ -142,12 +142,9 @@ export function runExchange(
       // A stop token ends the text without being part of it: no entry either.
       if (event.logprob === null || stopIds.includes(event.token)) continue;
       entries.push({
-        token: tokenText(service, event.token),
+        ...tokenText(service, event.token),
         logprob: event.logprob,
-        top: event.topLogprobs.map((t) => ({
-          token: tokenText(service, t.token),
-          logprob: t.logprob,
-        })),
+        top: event.topLogprobs.map((t) => ({ ...tokenText(service, t.token), logprob: t.logprob })),
       });
     }
     return { entries, text };
