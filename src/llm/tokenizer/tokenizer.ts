@@ -51,7 +51,19 @@ export interface TokenizerParts {
   readonly decoder: Decoder | null;
   readonly frame: SpecialTokenFrame;
   readonly config: TokenizerConfig;
+  /**
+   * Whether encoding can drop characters without a token standing for them (a Strip
+   * normalizer, a pre-tokenizer that removes whitespace or matches, unknown characters
+   * fused or dropped): then no count of tokens bounds the length of a text.
+   */
+  readonly dropsText: boolean;
 }
+
+/**
+ * How many code points normalization (NFC, NFKC) can compose into one: a Hangul syllable from
+ * its three jamo. The bound on a text's length allows for it.
+ */
+const maxComposedCodePoints = 3;
 
 export class Tokenizer {
   readonly #parts: TokenizerParts;
@@ -62,6 +74,7 @@ export class Tokenizer {
   readonly eosTokenIds: readonly number[];
   readonly specialTokens: SpecialTokenNames;
   #chatTemplate: ReturnType<typeof ChatTemplate.compile> | undefined;
+  #maxTokenBytes: number | undefined;
 
   constructor(parts: TokenizerParts) {
     this.#parts = parts;
@@ -144,6 +157,31 @@ export class Tokenizer {
     if (token === undefined) return [];
     const decoder = this.#parts.decoder;
     return [...(decoder === null ? utf8.encode(token) : decoder.tokenBytes(token))];
+  }
+
+  /** The most bytes one token stands for: the longest token's own bytes (added ones' text). */
+  get maxTokenBytes(): number {
+    if (this.#maxTokenBytes === undefined) {
+      let most = 0;
+      for (let id = 0; id < this.vocabSize; id += 1)
+        most = Math.max(most, this.tokenBytes(id).length);
+      for (const token of this.#parts.added.tokens)
+        most = Math.max(most, utf8.encode(token.content).length);
+      this.#maxTokenBytes = most;
+    }
+    return this.#maxTokenBytes;
+  }
+
+  /**
+   * The longest text (in UTF-16 units, `text.length`) that could encode to no more than
+   * `tokens` tokens, so a longer one is known to need more without encoding it (which costs
+   * about a second per 2 MB). Each token stands for at most maxTokenBytes bytes of the
+   * normalized text, a UTF-16 unit is at least one of its bytes, and normalization composes
+   * at most 3 code points into one. Infinity when encoding can drop text.
+   */
+  maxTextLength(tokens: number): number {
+    if (this.#parts.dropsText) return Infinity;
+    return tokens * this.maxTokenBytes * maxComposedCodePoints;
   }
 
   /** An incremental decoder for generated ids (see decode-stream.ts). */
