@@ -2,14 +2,17 @@
 // families: a byte-level token's symbols map back to bytes, a SentencePiece `<0xNN>` token
 // is one byte and `▁` a space. A token that is only part of a UTF-8 character has those
 // bytes, not the U+FFFD its text alone decodes to, so the bytes of a sequence's tokens put
-// together are the UTF-8 of the text they decode to.
+// together are the UTF-8 of the text they decode to. The same bytes bound how long a text of
+// n tokens can be (maxTextLength), unless the tokenizer can drop text.
 
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 
+import { createTokenizer } from '../../../src/llm/tokenizer/create-tokenizer.ts';
 import { loadTokenizer } from '../../../src/llm/tokenizer/load-tokenizer.ts';
+import { byteLevelJson, sentencePieceJson } from './tiny-tokenizers.ts';
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -67,4 +70,32 @@ test('a byte-fallback token is its one byte, ▁ a space', async () => {
   const word = t.tokenId('▁the');
   assert.ok(word !== undefined);
   assert.deepEqual(t.tokenBytes(word), [...Buffer.from(' the', 'utf8')]);
+});
+
+test('maxTextLength bounds a text by its tokens, unless encoding can drop text', () => {
+  const bounded = [byteLevelJson(), sentencePieceJson(), sentencePieceJson({ style: 'metaspace' })];
+  for (const json of bounded) {
+    const created = createTokenizer(json);
+    assert.ok(created.ok, created.ok ? '' : created.message);
+    const t = created.tokenizer;
+    assert.equal(t.maxTextLength(10), 10 * t.maxTokenBytes * 3);
+    // The bound holds: a text of n tokens is never longer.
+    const ids = t.encode('the hello world 日本 🙂 ok', { addSpecialTokens: false });
+    const text = t.decode(ids);
+    assert.ok(text.length <= t.maxTextLength(ids.length));
+  }
+  const sentencePiece = sentencePieceJson();
+  const model = sentencePiece.model as Record<string, unknown>;
+  const dropping = [
+    // A Strip normalizer drops a run of spaces of any length.
+    { ...byteLevelJson(), normalizer: { type: 'Strip', strip_left: true, strip_right: true } },
+    // Unknown characters without byte fallback are dropped (no unk), or fused into one token.
+    { ...sentencePiece, model: { ...model, byte_fallback: false, unk_token: null } },
+    { ...sentencePiece, model: { ...model, byte_fallback: false, fuse_unk: true } },
+  ];
+  for (const json of dropping) {
+    const created = createTokenizer(json);
+    assert.ok(created.ok, created.ok ? '' : created.message);
+    assert.equal(created.tokenizer.maxTextLength(10), Infinity);
+  }
 });
