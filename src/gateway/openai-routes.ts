@@ -3,7 +3,8 @@
 //
 //   POST /v1/completions          forwarded to a replica (openai-exchange.ts)
 //   POST /v1/chat/completions     forwarded to a replica
-//   GET  /v1/models               the hf-llm endpoints the caller's key may use
+//   GET  /v1/models               the hf-llm endpoints the caller's key may use (with
+//                                 max_model_len, asked of a replica once per version)
 //   GET  /v1/models/{m}           one of them (v2-routes.ts matches the path: the same path is
 //                                 KServe v1's status route for other endpoints)
 //
@@ -15,6 +16,7 @@
 import { performance } from 'node:perf_hooks';
 import { authenticate, grantCovers } from './auth.ts';
 import type { GatewayRequest, GatewayResponse } from './http-types.ts';
+import { LlmModelLengths } from './llm-model-lengths.ts';
 import type { LlmRouter } from './llm-router.ts';
 import type { EndpointSeries } from './metrics.ts';
 import { unknownLabel } from './metrics.ts';
@@ -29,12 +31,16 @@ import { sendJson, type HeaderList } from './v2-reply.ts';
 /** Body bytes read to find the model when no endpoint is an LLM (the answer is a 404). */
 const noLlmReadLimit = 64 * 1024;
 
+/** How long a listing waits for a replica's own `/v1/models` (its `max_model_len`), ms. */
+const modelLengthTimeoutMs = 1000;
+
 export class OpenAiRoutes {
   private readonly unknownSeries: EndpointSeries;
   /** The largest hf-llm body limit of each route table (computed once per table). */
   private readonly readLimits = new WeakMap<RouteTable, number>();
   /** `created` of the model objects: when this gateway started (Unix seconds). */
   private readonly createdS = Math.floor(Date.now() / 1000);
+  private readonly modelLengths = new LlmModelLengths(modelLengthTimeoutMs);
 
   constructor(
     private readonly state: OpenAiState,
@@ -63,7 +69,9 @@ export class OpenAiRoutes {
 
   /** `GET /v1/models/{m}` for an hf-llm endpoint the caller may use (checked by v2-routes). */
   sendModel(res: GatewayResponse, entry: EndpointEntry, headers: HeaderList): void {
-    sendJson(res, 200, JSON.stringify(this.modelObject(entry)), headers);
+    void this.modelLengths.learn([entry]).then(() => {
+      if (!res.destroyed) sendJson(res, 200, JSON.stringify(this.modelObject(entry)), headers);
+    });
   }
 
   private completion(
@@ -124,13 +132,17 @@ export class OpenAiRoutes {
     const table = this.state.table;
     const admitted = this.caller(req, res, table, headers);
     if (admitted === null || table === null) return;
-    const data: unknown[] = [];
+    const entries: EndpointEntry[] = [];
     for (const entry of table.endpoints.values()) {
       if (entry.route.format !== 'hf-llm') continue;
       if (admitted.grant !== null && !grantCovers(admitted.grant, entry)) continue;
-      data.push(this.modelObject(entry));
+      entries.push(entry);
     }
-    sendJson(res, 200, JSON.stringify({ object: 'list', data }), headers);
+    void this.modelLengths.learn(entries).then(() => {
+      if (res.destroyed) return;
+      const data = entries.map((entry) => this.modelObject(entry));
+      sendJson(res, 200, JSON.stringify({ object: 'list', data }), headers);
+    });
   }
 
   /**
@@ -166,6 +178,8 @@ export class OpenAiRoutes {
       created: this.createdS,
       owned_by: entry.team,
       root: entry.route.model,
+      // The context length, as vLLM lists it, once a replica has told it (llm-model-lengths.ts).
+      max_model_len: this.modelLengths.maxModelLen(entry),
     };
   }
 

@@ -34,6 +34,10 @@ export interface FakeLlmWorker {
   load: LlmLoadReport;
   /** `/kiln/v1/load` requests answered. */
   loadPolls: number;
+  /** The `max_model_len` its `/v1/models` reports. */
+  maxModelLen: number;
+  /** `/v1/models` requests answered. */
+  modelRequests: number;
   /** Answers whose connection closed before they ended (the gateway aborted them). */
   aborted: number;
   /** Bytes a `flood` stream has written so far (what its socket took). */
@@ -70,6 +74,8 @@ export async function fakeLlmWorker(
     behavior,
     load: idleLoad,
     loadPolls: 0,
+    maxModelLen: 2048,
+    modelRequests: 0,
     aborted: 0,
     floodBytes: 0,
     floodLimitBytes: 256 * 2 ** 20,
@@ -123,6 +129,14 @@ export async function fakeLlmWorker(
         worker.loadPolls += 1;
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify(worker.load));
+        return;
+      }
+      if (req.method === 'GET' && path === '/v1/models') {
+        worker.modelRequests += 1;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const model = { id: 'served', object: 'model', created: 1_700_000_000, owned_by: 'kiln' };
+        const data = [{ ...model, root: 'served-model', max_model_len: worker.maxModelLen }];
+        res.end(JSON.stringify({ object: 'list', data }));
         return;
       }
       const raw = Buffer.concat(chunks);

@@ -133,6 +133,23 @@ test('GET /v1/models lists the LLM endpoints the key may use', async () => {
   assert.equal(one.object, 'model');
 });
 
+test('/v1/models carries max_model_len, taken once from a replica of each LLM endpoint', async () => {
+  const lengths = async (): Promise<Record<string, unknown>> => {
+    const models = await client().models.list();
+    return Object.fromEntries(
+      models.data.map((m) => [m.id, (m as unknown as { max_model_len?: number }).max_model_len]),
+    );
+  };
+  // As vLLM lists it; `cold` has no replica to ask, so it has none (as before).
+  assert.deepEqual(await lengths(), { assistant: 2048, coder: 2048, cold: undefined });
+  const asked = llm.modelRequests;
+  assert.ok(asked >= 1);
+  const one = await client().models.retrieve('assistant');
+  assert.equal((one as unknown as { max_model_len?: number }).max_model_len, 2048);
+  assert.deepEqual(await lengths(), { assistant: 2048, coder: 2048, cold: undefined });
+  assert.equal(llm.modelRequests, asked, 'known once per endpoint version, not asked again');
+});
+
 test('a missing or unknown key is a 401 in OpenAI shape', async () => {
   await assert.rejects(
     client('wrong-key').completions.create({ model: 'assistant', prompt: 'x' }),

@@ -60,6 +60,39 @@ export function createTokenizer(
       decoder: decoder.value,
       frame: frame.value,
       config,
+      dropsText: mayDropText(tokenizerJson, modelJson),
     }),
   };
+}
+
+/** Every object in a component's JSON, nested sequences included. */
+function componentsOf(json: unknown): Record<string, unknown>[] {
+  if (Array.isArray(json)) return json.flatMap(componentsOf);
+  if (!isJsonObject(json)) return [];
+  return [json, ...Object.values(json).flatMap(componentsOf)];
+}
+
+/** Whether encoding can leave characters without a token (see TokenizerParts.dropsText). */
+function mayDropText(
+  tokenizerJson: Record<string, unknown>,
+  modelJson: Record<string, unknown>,
+): boolean {
+  const parts = [
+    ...componentsOf(tokenizerJson.normalizer),
+    ...componentsOf(tokenizerJson.pre_tokenizer),
+  ];
+  const removes = parts.some(
+    (part) =>
+      part.type === 'Strip' ||
+      part.type === 'Whitespace' ||
+      part.type === 'WhitespaceSplit' ||
+      part.behavior === 'Removed',
+  );
+  if (removes) return true;
+  // Byte-level: every byte has its symbol in the vocabulary; byte fallback: its <0xNN> token.
+  if (parts.some((part) => part.type === 'ByteLevel') || modelJson.byte_fallback === true)
+    return false;
+  // An unknown character is dropped without an unknown token, and a run of them is one
+  // token when fused.
+  return typeof modelJson.unk_token !== 'string' || modelJson.fuse_unk === true;
 }

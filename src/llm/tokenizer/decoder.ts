@@ -30,6 +30,12 @@ export interface Decoder {
    * incremental decoding holds text while the last token is a byte token.
    */
   readonly byteFallback: boolean;
+  /**
+   * A token's own bytes where it stands within a text (OpenAI's logprobs `bytes`): a
+   * byte-level token's symbols as bytes, a `<0xNN>` token its byte, `▁` a space. Not its
+   * text alone decoded, which turns a token holding part of a UTF-8 character into U+FFFD.
+   */
+  readonly tokenBytes: (token: string) => Uint8Array;
 }
 
 const utf8 = new TextEncoder();
@@ -41,7 +47,89 @@ const byteTokenPattern = /^<0x([0-9A-Fa-f]{2})>$/;
 export function parseDecoder(json: unknown): TokenizerResult<Decoder | null> {
   const step = parseStep(json);
   if (!step.ok || step.value === null) return step as TokenizerResult<null>;
-  return succeed({ decode: step.value, byteFallback: usesByteFallback(json) });
+  return succeed({
+    decode: step.value,
+    byteFallback: usesByteFallback(json),
+    tokenBytes: tokenBytesOf(json),
+  });
+}
+
+/** A token on its way through tokenBytes: text, or bytes once a step made it bytes. */
+type TokenPiece = string | Uint8Array;
+
+function flattenSteps(json: unknown): Record<string, unknown>[] {
+  if (!isJsonObject(json)) return [];
+  if (json.type === 'Sequence' && Array.isArray(json.decoders))
+    return json.decoders.flatMap(flattenSteps);
+  return [json];
+}
+
+/**
+ * The decoder chain for one token in the middle of a text (`json` already parsed, so valid):
+ * the steps that act on each token act on it; after a Fuse, a Strip trims the whole text's
+ * ends, which a token within it does not reach; Metaspace drops its replacement only in the
+ * text's first token.
+ */
+function tokenBytesOf(json: unknown): (token: string) => Uint8Array {
+  const steps: ((piece: TokenPiece) => TokenPiece)[] = [];
+  let fused = false;
+  for (const step of flattenSteps(json)) {
+    switch (step.type) {
+      case 'ByteLevel':
+        steps.push((piece) => (typeof piece === 'string' ? byteLevelBytes(piece) : piece));
+        break;
+      case 'Replace': {
+        const regex = parseTextPattern(step.pattern, 'Replace decoder');
+        const content = step.content;
+        if (!regex.ok || typeof content !== 'string') break;
+        steps.push((piece) =>
+          typeof piece === 'string' ? piece.replace(regex.value, () => content) : piece,
+        );
+        break;
+      }
+      case 'ByteFallback':
+        steps.push((piece) => {
+          const m = typeof piece === 'string' ? byteTokenPattern.exec(piece) : null;
+          return m === null ? piece : Uint8Array.of(Number.parseInt(m[1] ?? '', 16));
+        });
+        break;
+      case 'Fuse':
+        fused = true;
+        break;
+      case 'Strip': {
+        const { content, start, stop } = step;
+        if (fused || typeof content !== 'string' || !isCount(start) || !isCount(stop)) break;
+        steps.push((piece) =>
+          typeof piece === 'string' ? strip(piece, content, start, stop) : piece,
+        );
+        break;
+      }
+      case 'Metaspace': {
+        const replacement = step.replacement;
+        if (typeof replacement !== 'string') break;
+        steps.push((piece) =>
+          typeof piece === 'string' ? piece.replaceAll(replacement, ' ') : piece,
+        );
+        break;
+      }
+    }
+  }
+  return (token) => {
+    let piece: TokenPiece = token;
+    for (const step of steps) piece = step(piece);
+    return typeof piece === 'string' ? utf8.encode(piece) : piece;
+  };
+}
+
+/** A byte-level token's bytes; a token with any other character is its own UTF-8. */
+function byteLevelBytes(token: string): Uint8Array {
+  const mapped: number[] = [];
+  for (const char of token) {
+    const b = byteLevelAlphabet.charToByte.get(char);
+    if (b === undefined) return utf8.encode(token);
+    mapped.push(b);
+  }
+  return Uint8Array.from(mapped);
 }
 
 function usesByteFallback(json: unknown): boolean {
@@ -108,20 +196,7 @@ function isCount(value: unknown): value is number {
 /** Byte-level symbols back to bytes; a token with any other character keeps its own UTF-8. */
 function decodeByteLevel(tokens: string[]): string[] {
   const bytes: number[] = [];
-  for (const token of tokens) {
-    const mapped: number[] = [];
-    let allMapped = true;
-    for (const char of token) {
-      const b = byteLevelAlphabet.charToByte.get(char);
-      if (b === undefined) {
-        allMapped = false;
-        break;
-      }
-      mapped.push(b);
-    }
-    if (allMapped) bytes.push(...mapped);
-    else bytes.push(...utf8.encode(token));
-  }
+  for (const token of tokens) bytes.push(...byteLevelBytes(token));
   return [lossyUtf8.decode(new Uint8Array(bytes))];
 }
 

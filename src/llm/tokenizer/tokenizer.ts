@@ -21,6 +21,7 @@ import type { SpecialTokenNames, TokenizerConfig } from './tokenizer-config.ts';
 import { wellFormed } from './unicode-classes.ts';
 
 const byteTokenPattern = /^<0x[0-9A-Fa-f]{2}>$/;
+const utf8 = new TextEncoder();
 
 export interface EncodeOptions {
   /** Add the post-processor's special tokens (BOS for Llama); default true. */
@@ -50,7 +51,19 @@ export interface TokenizerParts {
   readonly decoder: Decoder | null;
   readonly frame: SpecialTokenFrame;
   readonly config: TokenizerConfig;
+  /**
+   * Whether encoding can drop characters without a token standing for them (a Strip
+   * normalizer, a pre-tokenizer that removes whitespace or matches, unknown characters
+   * fused or dropped): then no count of tokens bounds the length of a text.
+   */
+  readonly dropsText: boolean;
 }
+
+/**
+ * How many code points normalization (NFC, NFKC) can compose into one: a Hangul syllable from
+ * its three jamo. The bound on a text's length allows for it.
+ */
+const maxComposedCodePoints = 3;
 
 export class Tokenizer {
   readonly #parts: TokenizerParts;
@@ -61,6 +74,7 @@ export class Tokenizer {
   readonly eosTokenIds: readonly number[];
   readonly specialTokens: SpecialTokenNames;
   #chatTemplate: ReturnType<typeof ChatTemplate.compile> | undefined;
+  #maxTokenBytes: number | undefined;
 
   constructor(parts: TokenizerParts) {
     this.#parts = parts;
@@ -131,6 +145,43 @@ export class Tokenizer {
       tokens.push(token);
     }
     return decoder === null ? tokens.join(' ') : decoder.decode(tokens).join('');
+  }
+
+  /**
+   * The token's own bytes where it stands within a text, as OpenAI's logprobs `bytes` give
+   * them: a token holding part of a UTF-8 character has those bytes (its text alone decodes
+   * to U+FFFD). Empty for an id with no token.
+   */
+  tokenBytes(id: number): number[] {
+    const token = this.idToToken(id);
+    if (token === undefined) return [];
+    const decoder = this.#parts.decoder;
+    return [...(decoder === null ? utf8.encode(token) : decoder.tokenBytes(token))];
+  }
+
+  /** The most bytes one token stands for: the longest token's own bytes (added ones' text). */
+  get maxTokenBytes(): number {
+    if (this.#maxTokenBytes === undefined) {
+      let most = 0;
+      for (let id = 0; id < this.vocabSize; id += 1)
+        most = Math.max(most, this.tokenBytes(id).length);
+      for (const token of this.#parts.added.tokens)
+        most = Math.max(most, utf8.encode(token.content).length);
+      this.#maxTokenBytes = most;
+    }
+    return this.#maxTokenBytes;
+  }
+
+  /**
+   * The longest text (in UTF-16 units, `text.length`) that could encode to no more than
+   * `tokens` tokens, so a longer one is known to need more without encoding it (which costs
+   * about a second per 2 MB). Each token stands for at most maxTokenBytes bytes of the
+   * normalized text, a UTF-16 unit is at least one of its bytes, and normalization composes
+   * at most 3 code points into one. Infinity when encoding can drop text.
+   */
+  maxTextLength(tokens: number): number {
+    if (this.#parts.dropsText) return Infinity;
+    return tokens * this.maxTokenBytes * maxComposedCodePoints;
   }
 
   /** An incremental decoder for generated ids (see decode-stream.ts). */

@@ -4,7 +4,12 @@
 // `delta: {role: "assistant", content: ""}`, then content deltas, and its last chunk the
 // finish reason.
 
-import type { OpenAiFinishReason, TokenLogprob, Usage } from './response-parts.ts';
+import type {
+  OpenAiFinishReason,
+  TokenAlternative,
+  TokenLogprob,
+  Usage,
+} from './response-parts.ts';
 
 export interface ChatTopLogprob {
   readonly token: string;
@@ -68,17 +73,20 @@ export interface ChatHeader {
   readonly model: string;
 }
 
-/** A token as text and its UTF-8 bytes (what OpenAI's `bytes` holds). */
-function withBytes(token: string, logprob: number): ChatTopLogprob {
-  return { token, logprob, bytes: [...Buffer.from(token, 'utf8')] };
+/**
+ * A token as text and its own bytes (what OpenAI's `bytes` holds): for a token that is part of
+ * a UTF-8 character, that part, not the UTF-8 of the U+FFFD its text shows.
+ */
+function withBytes(alternative: TokenAlternative): ChatTopLogprob {
+  return { token: alternative.token, logprob: alternative.logprob, bytes: [...alternative.bytes] };
 }
 
 /** The chat logprobs object of `entries`; `topLogprobs` alternatives at each position. */
 export function chatLogprobs(entries: readonly TokenLogprob[], topLogprobs: number): ChatLogprobs {
   return {
     content: entries.map((entry) => ({
-      ...withBytes(entry.token, entry.logprob),
-      top_logprobs: entry.top.slice(0, topLogprobs).map((t) => withBytes(t.token, t.logprob)),
+      ...withBytes(entry),
+      top_logprobs: entry.top.slice(0, topLogprobs).map(withBytes),
     })),
     refusal: null,
   };

@@ -28,7 +28,17 @@ export interface Completion {
 }
 
 /**
- * The legacy logprobs object for `entries`, the first starting at character `startOffset` of
+ * Characters of `text` as OpenAI and vLLM count them for `text_offset`: code points (Python's
+ * `len`), so an emoji is one, not the two UTF-16 units of `text.length`.
+ */
+export function codePointCount(text: string): number {
+  let count = 0;
+  for (const _ of text) count += 1;
+  return count;
+}
+
+/**
+ * The legacy logprobs object for `entries`, the first starting at code point `startOffset` of
  * the choice's text; also where the next token would start (a stream continues from it).
  * Each position's alternatives include the chosen token, as OpenAI's and vLLM's do.
  */
@@ -51,7 +61,7 @@ export function completionLogprobs(
     top[entry.token] ??= entry.logprob;
     logprobs.top_logprobs.push(top);
     logprobs.text_offset.push(offset);
-    offset += entry.token.length;
+    offset += codePointCount(entry.token);
   }
   return { logprobs, nextOffset: offset };
 }

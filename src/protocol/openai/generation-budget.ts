@@ -44,6 +44,24 @@ export function resolveMaxTokens(
   return fields.maxTokens;
 }
 
+/**
+ * A prompt of `length` characters (UTF-16 units) when at most `maxLength` fit in the context:
+ * the 400 of a prompt over the context, known before tokenizing it.
+ */
+export function checkPromptLength(
+  length: number,
+  maxLength: number,
+  contextLength: number,
+  promptParam: 'prompt' | 'messages',
+): OpenAiError | null {
+  if (length <= maxLength) return null;
+  return openAiError(
+    400,
+    `This model's maximum context length is ${contextLength} tokens. However, your ${promptParam} has ${length} characters, more than ${contextLength} tokens can hold. Please reduce the length of the ${promptParam}.`,
+    { param: promptParam },
+  );
+}
+
 /** Prompt token ids outside the vocabulary: a 400 naming the first. */
 export function checkPromptTokens(
   tokens: readonly number[],

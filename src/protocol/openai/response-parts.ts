@@ -27,11 +27,16 @@ export function openAiFinishReason(reason: FinishReason): OpenAiFinishReason {
   }
 }
 
-/** One output token's log-probability, its token as text, and the most likely alternatives. */
-export interface TokenLogprob {
+/** A token as text, its own bytes (part of a character's, possibly), and its log-probability. */
+export interface TokenAlternative {
   readonly token: string;
+  readonly bytes: readonly number[];
   readonly logprob: number;
-  readonly top: readonly { readonly token: string; readonly logprob: number }[];
+}
+
+/** One output token's log-probability, its token as text, and the most likely alternatives. */
+export interface TokenLogprob extends TokenAlternative {
+  readonly top: readonly TokenAlternative[];
 }
 
 export interface UsageCounts {

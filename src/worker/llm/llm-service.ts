@@ -15,8 +15,8 @@ export interface LlmService {
   readonly createdSeconds: number;
   /** OpenAI requests held by the HTTP layer, queued or streaming. */
   inflight: number;
-  /** Token id → its text alone (log-probability entries), filled as tokens are met. */
-  readonly tokenTexts: Map<number, string>;
+  /** Token id → its text alone and its own bytes (log-probability entries), filled as met. */
+  readonly tokenTexts: Map<number, TokenAlternativeText>;
 }
 
 /** The load report routers read (`GET /kiln/v1/load`, and the `kiln-load` header). */
@@ -43,11 +43,22 @@ export function loadReport(service: LlmService): LlmLoadReport {
   };
 }
 
-/** A token's own text, as OpenAI's log-probability entries show it. */
-export function tokenText(service: LlmService, token: number): string {
+/** A token as OpenAI's log-probability entries show it. */
+export interface TokenAlternativeText {
+  /** Its text alone (U+FFFD for part of a character, as vLLM shows it). */
+  readonly token: string;
+  /** Its own bytes (chat's `bytes`): part of a character's when it holds only part. */
+  readonly bytes: readonly number[];
+}
+
+/** A token's own text and bytes, as OpenAI's log-probability entries show them. */
+export function tokenText(service: LlmService, token: number): TokenAlternativeText {
   let text = service.tokenTexts.get(token);
   if (text === undefined) {
-    text = service.tokenizer.decode([token]);
+    text = {
+      token: service.tokenizer.decode([token]),
+      bytes: service.tokenizer.tokenBytes(token),
+    };
     service.tokenTexts.set(token, text);
   }
   return text;

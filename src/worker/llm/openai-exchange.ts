@@ -20,6 +20,7 @@ import {
   chatUsageChunk,
 } from '../../protocol/openai/chat-response.ts';
 import {
+  codePointCount,
   completionChunk,
   completionLogprobs,
   completionResponse,
@@ -56,7 +57,7 @@ interface ChoiceState {
   readonly plan: ChoicePlan;
   text: string;
   logprobs: TokenLogprob[];
-  /** Characters of token text reported so far (completions' text_offset). */
+  /** Code points of text reported so far (completions' text_offset). */
   offset: number;
   finish: OpenAiFinishReason | null;
   completionTokens: number;
@@ -109,7 +110,7 @@ export function runExchange(
       plan,
       text: '',
       logprobs: [],
-      offset: plan.echo.length,
+      offset: codePointCount(plan.echo),
       finish: null,
       completionTokens: 0,
       cachedTokens: 0,
@@ -141,12 +142,9 @@ export function runExchange(
       // A stop token ends the text without being part of it: no entry either.
       if (event.logprob === null || stopIds.includes(event.token)) continue;
       entries.push({
-        token: tokenText(service, event.token),
+        ...tokenText(service, event.token),
         logprob: event.logprob,
-        top: event.topLogprobs.map((t) => ({
-          token: tokenText(service, t.token),
-          logprob: t.logprob,
-        })),
+        top: event.topLogprobs.map((t) => ({ ...tokenText(service, t.token), logprob: t.logprob })),
       });
     }
     return { entries, text };
@@ -181,7 +179,7 @@ export function runExchange(
               logprobs:
                 s.plan.request.sampling.logprobs === undefined
                   ? null
-                  : completionLogprobs(s.logprobs, s.plan.echo.length).logprobs,
+                  : completionLogprobs(s.logprobs, codePointCount(s.plan.echo)).logprobs,
               finish_reason: s.finish,
             })),
             usage(),

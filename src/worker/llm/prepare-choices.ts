@@ -10,6 +10,7 @@ import type { Tokenizer } from '../../llm/tokenizer/tokenizer.ts';
 import type { ChatRequest } from '../../protocol/openai/chat-request.ts';
 import type { CompletionRequest } from '../../protocol/openai/completion-request.ts';
 import {
+  checkPromptLength,
   checkPromptTokens,
   resolveMaxTokens,
   samplingFor,
@@ -94,6 +95,14 @@ export function prepareCompletion(
         echo: request.echo ? tokenizer.decode(prompt.tokens, { skipSpecialTokens: true }) : '',
       });
     } else {
+      // Tokenizing runs on the event loop: a prompt that cannot fit is refused before it.
+      const tooLong = checkPromptLength(
+        prompt.text.length,
+        tokenizer.maxTextLength(contextLength),
+        contextLength,
+        'prompt',
+      );
+      if (tooLong !== null) return tooLong;
       prompts.push({
         tokens: tokenizer.encode(prompt.text),
         echo: request.echo ? prompt.text : '',
@@ -130,6 +139,13 @@ export function prepareChat(
         param: 'messages',
       },
     );
+  const tooLong = checkPromptLength(
+    rendered.text.length,
+    tokenizer.maxTextLength(contextLength),
+    contextLength,
+    'messages',
+  );
+  if (tooLong !== null) return tooLong;
   // The template wrote the special tokens (BOS included) itself.
   const tokens = tokenizer.encode(rendered.text, { addSpecialTokens: false });
   return plans(

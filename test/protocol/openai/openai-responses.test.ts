@@ -28,13 +28,19 @@ const usage = usageOf({ promptTokens: 5, completionTokens: 3, cachedTokens: 2 })
 const entries = [
   {
     token: 'He',
+    bytes: [72, 101],
     logprob: -0.5,
     top: [
-      { token: 'He', logprob: -0.5 },
-      { token: 'A', logprob: -1 },
+      { token: 'He', bytes: [72, 101], logprob: -0.5 },
+      { token: 'A', bytes: [65], logprob: -1 },
     ],
   },
-  { token: 'llo', logprob: -0.25, top: [{ token: 'y', logprob: -0.1 }] },
+  {
+    token: 'llo',
+    bytes: [108, 108, 111],
+    logprob: -0.25,
+    top: [{ token: 'y', bytes: [121], logprob: -0.1 }],
+  },
 ];
 
 test('ids, finish reasons, usage and SSE framing', () => {
@@ -100,8 +106,46 @@ test('a completion, its legacy logprobs (offsets continuing across chunks) and i
   assert.deepEqual(completionUsageChunk(header, usage).usage, usage);
 });
 
+test('text_offset counts code points, as OpenAI and vLLM (Python) do, not UTF-16 units', () => {
+  // An echoed prompt with an emoji (two UTF-16 units, one code point) before the tokens.
+  const echo = 'Hi 😀 ';
+  const emojiEntries = [
+    { token: '🙂', bytes: [0xf0, 0x9f, 0x99, 0x82], logprob: -1, top: [] },
+    { token: '!', bytes: [33], logprob: -2, top: [] },
+  ];
+  const built = completionLogprobs(emojiEntries, [...echo].length);
+  assert.deepEqual(built.logprobs.text_offset, [5, 6]);
+  assert.equal(built.nextOffset, 7);
+});
+
+test("chat logprobs bytes: each token's own, also when it is part of a character", () => {
+  // The first half of 🙂's four bytes: its text alone is U+FFFD, its bytes are not EF BF BD.
+  const logprobs = chatLogprobs(
+    [
+      {
+        token: '\uFFFD',
+        bytes: [0xf0, 0x9f],
+        logprob: -1,
+        top: [{ token: '\uFFFD', bytes: [0xf0, 0x9f], logprob: -1 }],
+      },
+    ],
+    1,
+  );
+  assert.deepEqual(logprobs.content, [
+    {
+      token: '\uFFFD',
+      logprob: -1,
+      bytes: [0xf0, 0x9f],
+      top_logprobs: [{ token: '\uFFFD', logprob: -1, bytes: [0xf0, 0x9f] }],
+    },
+  ]);
+});
+
 test('a chat completion, its logprobs with bytes, and its chunks', () => {
-  const logprobs = chatLogprobs([{ token: 'é', logprob: -1, top: entries[0]!.top }], 1);
+  const logprobs = chatLogprobs(
+    [{ token: 'é', bytes: [195, 169], logprob: -1, top: entries[0]!.top }],
+    1,
+  );
   assert.deepEqual(logprobs, {
     content: [
       {
