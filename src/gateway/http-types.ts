@@ -5,7 +5,7 @@
 
 import { IncomingMessage, ServerResponse } from 'node:http';
 
-/** What a request in flight answers to; `InferExchange` implements it. */
+/** What a request in flight answers to; `UpstreamExchange` implements it. */
 export interface ExchangeEvents {
   onBodyData(chunk: Buffer): void;
   onBodyEnd(): void;

@@ -22,6 +22,9 @@
 // reading, any request that found the gate full; the slot is released in `finish`, which
 // every ending goes through (answer, error, client gone, timeout; a retry keeps it).
 //
+// What this shares with OpenAiExchange (the body limit, the client's backpressure and
+// stalls, upstream errors and the retry, the endings) is in UpstreamExchange.
+//
 // Metadata requests for endpoints without a schema in the snapshot take the same path
 // from `send` on (GET, no body, not counted in the request metrics).
 
@@ -31,17 +34,7 @@ import type { Dispatcher } from 'undici';
 import type { ErrorCode, ErrorParams } from '../core/errors.ts';
 import type { ConcurrencyGate } from './admission.ts';
 import type { TokenBucket } from './token-bucket.ts';
-import type { GatewayLog } from './gateway-log.ts';
-import {
-  onRequestClose,
-  onRequestData,
-  onRequestEnd,
-  onResponseClose,
-  onResponseDrain,
-  type ExchangeEvents,
-  type GatewayRequest,
-  type GatewayResponse,
-} from './http-types.ts';
+import type { GatewayRequest, GatewayResponse } from './http-types.ts';
 import type { EndpointSeries } from './metrics.ts';
 import { pickReplica } from './replica-picker.ts';
 import type { ReplicaState } from './replica-set.ts';
@@ -53,15 +46,11 @@ import { encodeInferRequest } from '../protocol/v2/encode-request.ts';
 import type { V2ProtocolErrorCode } from '../protocol/v2/errors.ts';
 import type { ChannelRequester } from './channel-client.ts';
 import type { EndpointEntry } from './route-table.ts';
-import { classifyUpstreamError } from './upstream-errors.ts';
+import { UpstreamExchange, type UpstreamSettings } from './upstream-exchange.ts';
 import { sendV2Error, sendV2Message, type HeaderList } from './v2-reply.ts';
 
-export interface ExchangeSettings {
-  readonly ejectMs: number;
+export interface ExchangeSettings extends UpstreamSettings {
   readonly upstreamTimeoutMs: number;
-  /** How long a client may leave a streamed answer unread before it is cut (slot freed). */
-  readonly clientStallMs: number;
-  readonly log: GatewayLog;
   /** The routing table now: a request picks (and re-picks) replicas from the latest one. */
   readonly table: { readonly endpoints: ReadonlyMap<string, EndpointEntry> } | null;
 }
@@ -87,52 +76,42 @@ const skippedResponseHeaders = new Set([
 /** Largest answer held back to be sent in one write, in bytes. */
 const maxHeldResponseBytes = 256 * 1024;
 
-export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler, ChannelRequester {
-  private chunks: Buffer[] = [];
-  private receivedBytes = 0;
+export class InferExchange
+  extends UpstreamExchange<ExchangeSettings>
+  implements Dispatcher.DispatchHandler, ChannelRequester
+{
+  /** The entry the request is checked under (a newer one if its version changed, `send`). */
+  declare protected entry: EndpointEntry;
   private body: Buffer | null = null;
   /** The client's body as it came (kept to check it again if the endpoint's version changes). */
   private clientBody: Buffer | null = null;
   private method: 'POST' | 'GET' = 'POST';
   private path: string;
-  /** The replica the current attempt went to (null between attempts). */
-  private replica: ReplicaState | null = null;
-  private controller: Dispatcher.DispatchController | null = null;
   /** The decoded request as a tensors frame, for replicas with a channel (null: send JSON). */
   private tensorFrame: { readonly meta: string; readonly body: Buffer } | null = null;
   /** The frame id of the current attempt on a worker channel (0: none). */
   private channelId = 0;
-  private retried = false;
   /** The protocol the client spoke: v1 bodies are rewritten, and so are their answers. */
   private form: 'v1' | 'v2' = 'v2';
-  private responseStarted = false;
   /** Response headers and body held back to go out in one write (null: streaming). */
   private heldHeaders: HeaderList | null = null;
   private heldChunks: Buffer[] = [];
-  private status = 0;
-  private done = false;
-  /** The endpoint's gate (infer): a slot is taken once the body is in. */
-  private gate: ConcurrencyGate | null = null;
-  /** Whether this request holds a slot of `gate` (released at finish). */
-  private holdsSlot = false;
   /** The team's bucket this request took a token from at the door (null: none taken). */
   private bucket: TokenBucket | null = null;
   private readonly upstreamHeaders: string[];
-  /** Cuts a streamed answer the client stopped reading (armed while paused on it). */
-  private stallTimer: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly settings: ExchangeSettings,
-    private readonly req: GatewayRequest,
-    private readonly res: GatewayResponse,
-    /** The entry the request is checked under (a newer one if its version changed, `send`). */
-    private entry: EndpointEntry,
+    settings: ExchangeSettings,
+    req: GatewayRequest,
+    res: GatewayResponse,
+    entry: EndpointEntry,
     /** null for requests the metrics do not count (metadata). */
-    private readonly series: EndpointSeries | null,
-    private readonly requestId: string,
-    private readonly traceparent: string,
-    private readonly startMs: number,
+    series: EndpointSeries | null,
+    requestId: string,
+    traceparent: string,
+    startMs: number,
   ) {
+    super(settings, req, res, entry, series, entry.maxBodyBytes, requestId, traceparent, startMs);
     this.path = entry.inferPath;
     const headers = req.headers;
     const contentType = headers['content-type'];
@@ -151,10 +130,10 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     if (typeof timeoutMs === 'string') this.upstreamHeaders.push('kiln-timeout-ms', timeoutMs);
     const priority = headers['kiln-priority'];
     if (typeof priority === 'string') this.upstreamHeaders.push('kiln-priority', priority);
-    series?.inflight.inc();
-    req.exchange = this;
-    res.exchange = this;
-    res.on('close', onResponseClose);
+    if (series !== null) {
+      series.inflight.inc();
+      this.countedInflight = true;
+    }
   }
 
   /**
@@ -164,11 +143,7 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
   readBody(gate: ConcurrencyGate, bucket: TokenBucket | null): void {
     this.gate = gate;
     this.bucket = bucket;
-    this.req.on('data', onRequestData);
-    this.req.on('end', onRequestEnd);
-    // A pipelined request's response waits behind the one before it, and gets no 'close'
-    // when the client leaves mid-body: the request stream's own 'close' says so.
-    this.req.on('close', onRequestClose);
+    this.readRequestBody();
   }
 
   /** The request is a v1 predict (`{"instances"}`): call before readBody. */
@@ -187,22 +162,6 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
   }
 
   // --- request body -------------------------------------------------------------------
-
-  onBodyData(chunk: Buffer): void {
-    if (this.done) return;
-    this.receivedBytes += chunk.length;
-    if (this.receivedBytes > this.entry.maxBodyBytes) {
-      this.chunks = [];
-      // Close the connection after answering rather than read the rest of a huge body.
-      this.fail(
-        'KILN_PAYLOAD_TOO_LARGE',
-        { size: `at least ${this.receivedBytes}`, limit: this.entry.maxBodyBytes },
-        true,
-      );
-      return;
-    }
-    this.chunks.push(chunk);
-  }
 
   onBodyEnd(): void {
     if (this.done) return;
@@ -224,9 +183,7 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
       gate.enter();
       this.holdsSlot = true;
     }
-    const chunks = this.chunks;
-    const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.receivedBytes);
-    this.chunks = [];
+    const body = this.takeBody();
     this.clientBody = body;
     this.checkAndSend(body);
   }
@@ -317,7 +274,7 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
 
   // --- upstream -----------------------------------------------------------------------
 
-  private send(failed: ReplicaState | null, failure: Error | null): void {
+  protected send(failed: ReplicaState | null, failure: Error | null): void {
     if (this.done) return;
     // The replicas of the latest snapshot, not of the one the request arrived under: those
     // a newer snapshot dropped have their connections closed (a rollout, a scale down).
@@ -379,11 +336,6 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     }
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.controller = controller;
-    if (this.done) controller.abort(new Error('the client went away'));
-  }
-
   onResponseStart(
     controller: Dispatcher.DispatchController,
     statusCode: number,
@@ -397,13 +349,7 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     const replica = this.replica!;
     this.responseStarted = true;
     this.status = statusCode;
-    const list: HeaderList = [];
-    for (const name in headers) {
-      if (skippedResponseHeaders.has(name)) continue;
-      const value = headers[name];
-      if (typeof value === 'string') list.push(name, value);
-      else if (value !== undefined) for (const item of value) list.push(name, item);
-    }
+    const list = this.passedHeaders(headers, skippedResponseHeaders);
     if (this.form === 'v1') {
       // The answer is rewritten at the end: its length is the rewritten one's.
       const at = list.indexOf('content-length');
@@ -438,11 +384,7 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
       this.heldChunks.push(chunk);
       return;
     }
-    if (!this.res.write(chunk)) {
-      controller.pause();
-      this.res.once('drain', onResponseDrain);
-      this.stallTimer ??= setTimeout(clientStalled, this.settings.clientStallMs, this);
-    }
+    this.writeToClient(controller, chunk);
   }
 
   onResponseEnd(): void {
@@ -510,97 +452,32 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
     this.onResponseError(null, error);
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
-    const replica = this.releaseReplica();
-    if (this.done) return;
-    const failure = classifyUpstreamError(error);
-    const entry = this.entry;
-    entry.series.upstreamError(this.responseStarted ? 'response_aborted' : failure.reason);
-    if (failure.connectionLost && replica !== null) this.eject(replica, error);
-    if (this.responseStarted) {
-      if (this.heldHeaders === null) {
-        // Too late for another status: cut the response so the client sees it incomplete.
-        this.res.destroy(error);
-        this.finish(this.status);
-        return;
-      }
-      // Nothing sent yet, so a clean 503; no retry, as the worker did start to answer.
-      this.heldHeaders = null;
-      this.heldChunks = [];
-    } else if (failure.timedOut) {
-      const params = { endpoint: entry.name, timeoutMs: this.settings.upstreamTimeoutMs };
-      this.fail('KILN_UPSTREAM_TIMEOUT', params);
-      return;
-    } else if (failure.connectionLost && replica !== null && !this.retried) {
-      this.retried = true;
-      // Not from inside undici's error callback: dispatch again on the next tick.
-      process.nextTick(sendAgain, this, replica, error);
-      return;
-    }
-    this.fail('KILN_REPLICA_UNAVAILABLE', { endpoint: entry.name, reason: error.message });
+  protected override dropHeldResponse(): boolean {
+    if (this.heldHeaders === null) return false;
+    this.heldHeaders = null;
+    this.heldChunks = [];
+    return true;
   }
 
-  private eject(replica: ReplicaState, error: Error): void {
-    replica.ejectedUntilMs = performance.now() + this.settings.ejectMs;
-    this.settings.log.warn(
-      { endpoint: this.entry.name, replica: replica.id, url: replica.url, error: error.message },
-      'replica ejected after a connection failure',
-    );
-  }
-
-  /** Entry for the retry tick (module-level `sendAgain` calls it). */
-  retry(failed: ReplicaState, failure: Error): void {
-    this.send(failed, failure);
+  protected upstreamTimeoutMs(): number {
+    return this.settings.upstreamTimeoutMs;
   }
 
   // --- client side --------------------------------------------------------------------
 
-  onClientClose(): void {
-    if (this.done) return;
-    // The client went away before its answer (499, nginx's "client closed request").
-    // Finish first: aborting calls onResponseError at once, which must find us done.
-    this.finish(499);
+  protected override abortUpstream(): void {
     if (this.channelId !== 0) {
       const replica = this.releaseReplica();
       replica?.channel?.cancel(this.channelId);
       this.channelId = 0;
       return;
     }
-    this.controller?.abort(new Error('the client went away'));
-  }
-
-  onClientDrain(): void {
-    this.clearStallTimer();
-    this.controller?.resume();
-  }
-
-  onRequestClose(): void {
-    if (!this.req.complete) this.onClientClose();
-  }
-
-  /** The client has not read the answer for clientStallMs: cut it (its close ends us). */
-  cutStalledClient(): void {
-    this.stallTimer = null;
-    if (!this.done) this.res.destroy();
-  }
-
-  private clearStallTimer(): void {
-    if (this.stallTimer !== null) clearTimeout(this.stallTimer);
-    this.stallTimer = null;
+    super.abortUpstream();
   }
 
   // --- endings ------------------------------------------------------------------------
 
-  private releaseReplica(): ReplicaState | null {
-    const replica = this.replica;
-    if (replica !== null) {
-      replica.outstanding -= 1;
-      this.replica = null;
-    }
-    return replica;
-  }
-
-  private fail(code: ErrorCode, params: ErrorParams, closeConnection = false): void {
+  protected fail(code: ErrorCode, params: ErrorParams, closeConnection = false): void {
     const headers = this.ownHeaders();
     if (closeConnection) headers.push('connection', 'close');
     this.finish(sendV2Error(this.res, code, params, headers));
@@ -616,27 +493,4 @@ export class InferExchange implements ExchangeEvents, Dispatcher.DispatchHandler
       this.entry.name,
     ];
   }
-
-  private finish(status: number): void {
-    if (this.done) return;
-    this.done = true;
-    this.clearStallTimer();
-    if (this.holdsSlot) {
-      this.holdsSlot = false;
-      this.gate!.leave();
-    }
-    const series = this.series;
-    if (series !== null) {
-      series.inflight.dec();
-      series.record(status, (performance.now() - this.startMs) / 1000);
-    }
-  }
-}
-
-function clientStalled(exchange: InferExchange): void {
-  exchange.cutStalledClient();
-}
-
-function sendAgain(exchange: InferExchange, failed: ReplicaState, failure: Error): void {
-  exchange.retry(failed, failure);
 }

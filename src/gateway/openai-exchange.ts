@@ -1,6 +1,7 @@
 // One OpenAI request (`/v1/completions`, `/v1/chat/completions`) on its way to an hf-llm
 // replica. Like InferExchange, one object per request is the whole lifecycle and its own
-// undici dispatch handler:
+// undici dispatch handler; what the two do alike (the body limit, the client's backpressure
+// and stalls, upstream errors and the retry, the endings) is UpstreamExchange's:
 //
 //   readBody ─▶ onBodyData* (413 past the read limit) ─▶ onBodyEnd ─▶ admit:
 //     JSON object (400) → `model` given (400) → an endpoint (404 model_not_found) that is
@@ -24,35 +25,21 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { ErrorCode, ErrorParams } from '../core/errors.ts';
 import { grantCovers } from './auth.ts';
-import type { GatewayLog } from './gateway-log.ts';
-import {
-  onRequestClose,
-  onRequestData,
-  onRequestEnd,
-  onResponseClose,
-  onResponseDrain,
-  type ExchangeEvents,
-  type GatewayRequest,
-  type GatewayResponse,
-} from './http-types.ts';
+import type { GatewayRequest, GatewayResponse } from './http-types.ts';
 import { parseLlmLoadReport } from './llm-replica-load.ts';
 import type { LlmRouter } from './llm-router.ts';
 import type { EndpointSeries, GatewayMetrics, LlmSeries } from './metrics.ts';
 import { sendOpenAiError, sendOpenAiKilnError } from './openai-reply.ts';
 import { promptPrefix, type OpenAiRoute } from './prompt-prefix.ts';
 import type { ReplicaState } from './replica-set.ts';
-import type { EndpointEntry, RouteTable } from './route-table.ts';
+import type { RouteTable } from './route-table.ts';
 import type { ApiKeyGrant } from './routing-snapshot.ts';
-import { classifyUpstreamError } from './upstream-errors.ts';
+import { UpstreamExchange, type UpstreamSettings } from './upstream-exchange.ts';
 import type { HeaderList } from './v2-reply.ts';
 
-export interface OpenAiState {
+export interface OpenAiState extends UpstreamSettings {
   readonly table: RouteTable | null;
   readonly metrics: GatewayMetrics;
-  readonly ejectMs: number;
-  /** How long a client may leave a streamed answer unread before it is cut (slot freed). */
-  readonly clientStallMs: number;
-  readonly log: GatewayLog;
 }
 
 /**
@@ -89,49 +76,39 @@ const upstreamPaths: Record<OpenAiRoute, string> = {
   chat: '/v1/chat/completions',
 };
 
-export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandler {
-  private chunks: Buffer[] = [];
-  private receivedBytes = 0;
+export class OpenAiExchange
+  extends UpstreamExchange<OpenAiState>
+  implements Dispatcher.DispatchHandler
+{
   private body: Buffer | null = null;
-  private entry: EndpointEntry | null = null;
-  /** The request metrics: the unknown endpoint's until the model names an endpoint. */
-  private series: EndpointSeries;
   private llmSeries: LlmSeries | null = null;
-  private countedInflight = false;
   private prefix: string | null = null;
   /** Whether the client asked for a stream (its first byte's time is the TTFT). */
   private streamRequested = false;
-  private replica: ReplicaState | null = null;
   /** The number of this request among those sent to `replica` (llm-replica-load.ts). */
   private sentIndex = 0;
   /** Bytes this request adds to its replica's awaitingFirstByteBytes (0: none now). */
   private awaitingBytes = 0;
-  private controller: Dispatcher.DispatchController | null = null;
-  private retried = false;
-  private responseStarted = false;
   private firstByteSeen = false;
-  private status = 0;
-  private done = false;
-  private holdsSlot = false;
-  private stallTimer: NodeJS.Timeout | null = null;
   private readonly upstreamHeaders: string[];
 
   constructor(
-    private readonly state: OpenAiState,
+    state: OpenAiState,
     private readonly router: LlmRouter,
-    private readonly req: GatewayRequest,
-    private readonly res: GatewayResponse,
+    req: GatewayRequest,
+    res: GatewayResponse,
     private readonly route: OpenAiRoute,
     /** The caller's key (null in dev mode). */
     private readonly grant: ApiKeyGrant | null,
     /** Most body bytes read before the endpoint is known. */
-    private readonly readLimit: number,
+    readLimit: number,
+    /** The request metrics until the model names an endpoint: the unknown endpoint's. */
     unknownSeries: EndpointSeries,
-    private readonly requestId: string,
-    private readonly traceparent: string,
-    private readonly startMs: number,
+    requestId: string,
+    traceparent: string,
+    startMs: number,
   ) {
-    this.series = unknownSeries;
+    super(state, req, res, null, unknownSeries, readLimit, requestId, traceparent, startMs);
     const headers = req.headers;
     this.upstreamHeaders = [
       'content-type',
@@ -145,36 +122,17 @@ export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandle
     ];
     const tracestate = headers.tracestate;
     if (typeof tracestate === 'string') this.upstreamHeaders.push('tracestate', tracestate);
-    req.exchange = this;
-    res.exchange = this;
-    res.on('close', onResponseClose);
   }
 
   readBody(): void {
-    this.req.on('data', onRequestData);
-    this.req.on('end', onRequestEnd);
-    this.req.on('close', onRequestClose);
+    this.readRequestBody();
   }
 
   // --- request body -------------------------------------------------------------------
 
-  onBodyData(chunk: Buffer): void {
-    if (this.done) return;
-    this.receivedBytes += chunk.length;
-    if (this.receivedBytes > this.readLimit) {
-      this.chunks = [];
-      const params = { size: `at least ${this.receivedBytes}`, limit: this.readLimit };
-      this.failKiln('KILN_PAYLOAD_TOO_LARGE', params, true);
-      return;
-    }
-    this.chunks.push(chunk);
-  }
-
   onBodyEnd(): void {
     if (this.done) return;
-    const chunks = this.chunks;
-    this.chunks = [];
-    this.admit(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.receivedBytes));
+    this.admit(this.takeBody());
   }
 
   /** The checks that need the body, in order; sends the request if it passes them all. */
@@ -183,7 +141,7 @@ export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandle
     try {
       parsed = JSON.parse(body.toString('utf8'));
     } catch (error) {
-      this.failKiln('KILN_INVALID_JSON', { reason: (error as Error).message });
+      this.fail('KILN_INVALID_JSON', { reason: (error as Error).message });
       return;
     }
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
@@ -197,9 +155,9 @@ export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandle
       this.failMessage(400, message, 'model', 'missing_model');
       return;
     }
-    const entry = this.state.table?.endpoints.get(model);
+    const entry = this.settings.table?.endpoints.get(model);
     if (entry === undefined) {
-      this.failKiln('KILN_ENDPOINT_NOT_FOUND', { endpoint: model }, false, 'model');
+      this.fail('KILN_ENDPOINT_NOT_FOUND', { endpoint: model }, false, 'model');
       return;
     }
     if (entry.route.format !== 'hf-llm') {
@@ -208,17 +166,17 @@ export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandle
       return;
     }
     if (this.grant !== null && !grantCovers(this.grant, entry)) {
-      this.failKiln('KILN_FORBIDDEN', { endpoint: model }, false, 'model');
+      this.fail('KILN_FORBIDDEN', { endpoint: model }, false, 'model');
       return;
     }
     // From here on the request counts in its endpoint's metrics.
     this.entry = entry;
     this.series = entry.series;
-    this.llmSeries = this.state.metrics.llmSeriesFor(entry.name);
+    this.llmSeries = this.settings.metrics.llmSeriesFor(entry.name);
     entry.series.inflight.inc();
     this.countedInflight = true;
     if (body.length > entry.maxBodyBytes) {
-      this.failKiln('KILN_PAYLOAD_TOO_LARGE', { size: body.length, limit: entry.maxBodyBytes });
+      this.fail('KILN_PAYLOAD_TOO_LARGE', { size: body.length, limit: entry.maxBodyBytes });
       return;
     }
     const gate = entry.gate;
@@ -237,6 +195,7 @@ export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandle
       return;
     }
     gate.enter();
+    this.gate = gate;
     this.holdsSlot = true;
     this.prefix = promptPrefix(this.route, request);
     this.streamRequested = request.stream === true;
@@ -246,19 +205,19 @@ export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandle
 
   // --- upstream -----------------------------------------------------------------------
 
-  private send(failed: ReplicaState | null, failure: Error | null): void {
+  protected send(failed: ReplicaState | null, failure: Error | null): void {
     if (this.done) return;
     // The replicas of the latest snapshot (those a newer one dropped are closing).
     const known = this.entry!;
-    const latest = this.state.table?.endpoints.get(known.name);
+    const latest = this.settings.table?.endpoints.get(known.name);
     const entry = latest !== undefined && latest.route.format === 'hf-llm' ? latest : known;
     const replica = this.router.choose(entry, this.prefix, failed, performance.now());
     if (replica === null) {
       if (failure === null) {
-        this.failKiln('KILN_NO_READY_REPLICA', { endpoint: entry.name, reason: 'none is ready' });
+        this.fail('KILN_NO_READY_REPLICA', { endpoint: entry.name, reason: 'none is ready' });
       } else {
         const params = { endpoint: entry.name, reason: failure.message };
-        this.failKiln('KILN_REPLICA_UNAVAILABLE', params);
+        this.fail('KILN_REPLICA_UNAVAILABLE', params);
       }
       return;
     }
@@ -285,11 +244,6 @@ export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandle
     }
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.controller = controller;
-    if (this.done) controller.abort(new Error('the client went away'));
-  }
-
   onResponseStart(
     controller: Dispatcher.DispatchController,
     statusCode: number,
@@ -308,13 +262,7 @@ export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandle
     }
     this.responseStarted = true;
     this.status = statusCode;
-    const list: HeaderList = [];
-    for (const name in headers) {
-      if (skippedResponseHeaders.has(name)) continue;
-      const value = headers[name];
-      if (typeof value === 'string') list.push(name, value);
-      else if (value !== undefined) for (const item of value) list.push(name, item);
-    }
+    const list = this.passedHeaders(headers, skippedResponseHeaders);
     const entry = this.entry!;
     list.push(
       'x-request-id',
@@ -342,12 +290,7 @@ export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandle
         this.llmSeries?.firstByte((performance.now() - this.startMs) / 1000);
       }
     }
-    if (!this.res.write(chunk)) {
-      // Backpressure: read no more of the worker's answer until the client drains.
-      controller.pause();
-      this.res.once('drain', onResponseDrain);
-      this.stallTimer ??= setTimeout(clientStalled, this.state.clientStallMs, this);
-    }
+    this.writeToClient(controller, chunk);
   }
 
   onResponseEnd(): void {
@@ -357,74 +300,8 @@ export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandle
     this.finish(this.status);
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
-    const replica = this.releaseReplica();
-    if (this.done) return;
-    const failure = classifyUpstreamError(error);
-    const entry = this.entry!;
-    entry.series.upstreamError(this.responseStarted ? 'response_aborted' : failure.reason);
-    if (failure.connectionLost && replica !== null) this.eject(replica, error);
-    if (this.responseStarted) {
-      // Too late for another status: cut the response so the client sees it incomplete.
-      this.res.destroy(error);
-      this.finish(this.status);
-      return;
-    }
-    if (failure.timedOut) {
-      const params = { endpoint: entry.name, timeoutMs: llmUpstreamTimeoutMs };
-      this.failKiln('KILN_UPSTREAM_TIMEOUT', params);
-      return;
-    }
-    if (failure.connectionLost && replica !== null && !this.retried) {
-      // The worker never saw the request: once more, elsewhere (not from inside undici's
-      // error callback: on the next tick).
-      this.retried = true;
-      process.nextTick(sendAgain, this, replica, error);
-      return;
-    }
-    this.failKiln('KILN_REPLICA_UNAVAILABLE', { endpoint: entry.name, reason: error.message });
-  }
-
-  private eject(replica: ReplicaState, error: Error): void {
-    replica.ejectedUntilMs = performance.now() + this.state.ejectMs;
-    this.state.log.warn(
-      { endpoint: this.entry?.name, replica: replica.id, url: replica.url, error: error.message },
-      'replica ejected after a connection failure',
-    );
-  }
-
-  /** Entry for the retry tick. */
-  retry(failed: ReplicaState, failure: Error): void {
-    this.send(failed, failure);
-  }
-
-  // --- client side --------------------------------------------------------------------
-
-  onClientClose(): void {
-    if (this.done) return;
-    // Finish first: aborting calls onResponseError at once, which must find us done.
-    this.finish(499);
-    this.controller?.abort(new Error('the client went away'));
-  }
-
-  onClientDrain(): void {
-    this.clearStallTimer();
-    this.controller?.resume();
-  }
-
-  onRequestClose(): void {
-    if (!this.req.complete) this.onClientClose();
-  }
-
-  /** The client has not read the stream for clientStallMs: cut it (its close ends us). */
-  cutStalledClient(): void {
-    this.stallTimer = null;
-    if (!this.done) this.res.destroy();
-  }
-
-  private clearStallTimer(): void {
-    if (this.stallTimer !== null) clearTimeout(this.stallTimer);
-    this.stallTimer = null;
+  protected upstreamTimeoutMs(): number {
+    return llmUpstreamTimeoutMs;
   }
 
   // --- endings ------------------------------------------------------------------------
@@ -437,14 +314,9 @@ export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandle
     this.awaitingBytes = 0;
   }
 
-  private releaseReplica(): ReplicaState | null {
+  protected override releaseReplica(): ReplicaState | null {
     this.endPrefill();
-    const replica = this.replica;
-    if (replica !== null) {
-      replica.outstanding -= 1;
-      this.replica = null;
-    }
-    return replica;
+    return super.releaseReplica();
   }
 
   private refuse(code: ErrorCode, params: ErrorParams, retryAfterSeconds: string): void {
@@ -453,7 +325,7 @@ export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandle
     this.finish(sendOpenAiKilnError(this.res, code, params, headers));
   }
 
-  private failKiln(
+  protected fail(
     code: ErrorCode,
     params: ErrorParams,
     closeConnection = false,
@@ -473,24 +345,4 @@ export class OpenAiExchange implements ExchangeEvents, Dispatcher.DispatchHandle
     if (this.entry !== null) headers.push('kiln-endpoint', this.entry.name);
     return headers;
   }
-
-  private finish(status: number): void {
-    if (this.done) return;
-    this.done = true;
-    this.clearStallTimer();
-    if (this.holdsSlot) {
-      this.holdsSlot = false;
-      this.entry!.gate.leave();
-    }
-    if (this.countedInflight) this.series.inflight.dec();
-    this.series.record(status, (performance.now() - this.startMs) / 1000);
-  }
-}
-
-function clientStalled(exchange: OpenAiExchange): void {
-  exchange.cutStalledClient();
-}
-
-function sendAgain(exchange: OpenAiExchange, failed: ReplicaState, failure: Error): void {
-  exchange.retry(failed, failure);
 }
