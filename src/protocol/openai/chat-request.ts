@@ -5,17 +5,16 @@
 // tool definitions, tool calls and `tool` messages are refused, not silently dropped.
 
 import type { ChatMessage } from '../../llm/tokenizer/chat-template/chat-template.ts';
-import type { ParsedRequest } from './completion-request.ts';
 import {
   absent,
   FieldProblem,
-  readBody,
+  parseRequest,
   readBoolean,
-  readGenerationFields,
   readInteger,
   typeName,
   type Body,
   type GenerationFields,
+  type ParsedRequest,
   type RequestLimits,
 } from './request-fields.ts';
 
@@ -135,17 +134,10 @@ function refuseUnsupported(body: Body): FieldProblem | null {
 }
 
 export function parseChatRequest(raw: unknown, limits: RequestLimits): ParsedRequest<ChatRequest> {
-  const parsed = readChat(raw, limits);
-  return parsed instanceof FieldProblem
-    ? { ok: false, error: parsed.toError() }
-    : { ok: true, request: parsed };
+  return parseRequest(raw, limits, readChat);
 }
 
-function readChat(raw: unknown, limits: RequestLimits): ChatRequest | FieldProblem {
-  const body = readBody(raw);
-  if (body instanceof FieldProblem) return body;
-  const fields = readGenerationFields(body, limits);
-  if (fields instanceof FieldProblem) return fields;
+function readChat(body: Body, fields: GenerationFields): ChatRequest | FieldProblem {
   const messages = readMessages(body);
   if (messages instanceof FieldProblem) return messages;
   const unsupported = refuseUnsupported(body);

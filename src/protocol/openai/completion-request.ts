@@ -3,17 +3,16 @@
 // one list of token ids, or several — and each prompt gets its own `n` choices, numbered
 // prompt-major (prompt p, choice i → index p·n + i), as OpenAI and vLLM number them.
 
-import type { OpenAiError } from './openai-error.ts';
 import {
   absent,
   FieldProblem,
-  readBody,
+  parseRequest,
   readBoolean,
-  readGenerationFields,
   readInteger,
   typeName,
   type Body,
   type GenerationFields,
+  type ParsedRequest,
   type RequestLimits,
 } from './request-fields.ts';
 
@@ -29,9 +28,6 @@ export interface CompletionRequest extends GenerationFields {
   /** Return the prompt before the completion. */
   readonly echo: boolean;
 }
-
-export type ParsedRequest<T> =
-  { readonly ok: true; readonly request: T } | { readonly ok: false; readonly error: OpenAiError };
 
 /** OpenAI's limit for the legacy completions `logprobs`. */
 export const maxCompletionLogprobs = 5;
@@ -69,17 +65,10 @@ export function parseCompletionRequest(
   raw: unknown,
   limits: RequestLimits,
 ): ParsedRequest<CompletionRequest> {
-  const parsed = readCompletion(raw, limits);
-  return parsed instanceof FieldProblem
-    ? { ok: false, error: parsed.toError() }
-    : { ok: true, request: parsed };
+  return parseRequest(raw, limits, readCompletion);
 }
 
-function readCompletion(raw: unknown, limits: RequestLimits): CompletionRequest | FieldProblem {
-  const body = readBody(raw);
-  if (body instanceof FieldProblem) return body;
-  const fields = readGenerationFields(body, limits);
-  if (fields instanceof FieldProblem) return fields;
+function readCompletion(body: Body, fields: GenerationFields): CompletionRequest | FieldProblem {
   const prompts = readPrompts(body);
   if (prompts instanceof FieldProblem) return prompts;
   const logprobs = readInteger(body, 'logprobs', 0, maxCompletionLogprobs);

@@ -243,6 +243,29 @@ export function readGenerationFields(
   };
 }
 
+/** A request read into `T`, or the OpenAI-shaped 400 naming the field at fault. */
+export type ParsedRequest<T> =
+  { readonly ok: true; readonly request: T } | { readonly ok: false; readonly error: OpenAiError };
+
+/**
+ * Reads what both routes take alike (a JSON object; the generation fields), then the route's
+ * own fields with `readRest`: the first problem found is the answer.
+ */
+export function parseRequest<T>(
+  raw: unknown,
+  limits: RequestLimits,
+  readRest: (body: Body, fields: GenerationFields) => T | FieldProblem,
+): ParsedRequest<T> {
+  const body = readBody(raw);
+  if (body instanceof FieldProblem) return { ok: false, error: body.toError() };
+  const fields = readGenerationFields(body, limits);
+  if (fields instanceof FieldProblem) return { ok: false, error: fields.toError() };
+  const parsed = readRest(body, fields);
+  return parsed instanceof FieldProblem
+    ? { ok: false, error: parsed.toError() }
+    : { ok: true, request: parsed };
+}
+
 /** The body as an object, or the problem with it. */
 export function readBody(body: unknown): Body | FieldProblem {
   if (typeof body !== 'object' || body === null || Array.isArray(body))
