@@ -9,21 +9,9 @@
 // arrived). So `sentTotal - reportBaseline` is what the report misses, and a report older
 // than the one held (a lower baseline, e.g. a slow poll overtaken by an answer) is dropped.
 
-/** A worker's load report (docs/llm-routing.md lists the fields). */
-export interface LlmLoadReport {
-  /** Sequences in the engine's running batch. */
-  readonly running: number;
-  /** Requests waiting to be admitted to the batch. */
-  readonly waiting: number;
-  /** Sequences paused for slow readers (they hold KV blocks but use no compute). */
-  readonly paused: number;
-  readonly kvBlocksUsed: number;
-  readonly kvBlocksTotal: number;
-  /** kvBlocksUsed / kvBlocksTotal, 0..1. */
-  readonly kvUtilization: number;
-  /** Requests the worker's HTTP layer holds, queued or streaming. */
-  readonly inflight: number;
-}
+import type { LlmLoadReport } from '../protocol/llm/llm-load-report.ts';
+
+export type { LlmLoadReport };
 
 /** Reads a report (the JSON body of `/kiln/v1/load`, or a `kiln-load` header); null if it is none. */
 export function parseLlmLoadReport(text: string): LlmLoadReport | null {

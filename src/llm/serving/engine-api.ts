@@ -79,8 +79,11 @@ export type SubmitResult = { readonly ok: true } | SubmitRefusal;
 
 /** What the engine is doing now: what a router reads to pick a replica. */
 export interface EngineLoad {
+  /** Sequences in the running batch. */
   readonly running: number;
+  /** Requests waiting to be admitted to the batch. */
   readonly waiting: number;
+  /** Sequences paused for slow readers (they hold KV blocks but use no compute). */
   readonly paused: number;
   readonly kvBlocksUsed: number;
   readonly kvBlocksTotal: number;

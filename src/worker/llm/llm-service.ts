@@ -2,6 +2,7 @@
 // settings, the LLM metrics, and the count of OpenAI requests the HTTP layer holds.
 
 import type { LlmEngine } from '../../llm/serving/engine-api.ts';
+import type { LlmLoadReport } from '../../protocol/llm/llm-load-report.ts';
 import type { ResolvedLlmServingConfig } from '../../llm/serving/llm-serving-config.ts';
 import type { Tokenizer } from '../../llm/tokenizer/tokenizer.ts';
 import type { LlmMetrics } from './llm-metrics.ts';
@@ -20,16 +21,6 @@ export interface LlmService {
 }
 
 /** The load report routers read (`GET /kiln/v1/load`, and the `kiln-load` header). */
-export interface LlmLoadReport {
-  readonly running: number;
-  readonly waiting: number;
-  readonly paused: number;
-  readonly kvBlocksUsed: number;
-  readonly kvBlocksTotal: number;
-  readonly kvUtilization: number;
-  readonly inflight: number;
-}
-
 export function loadReport(service: LlmService): LlmLoadReport {
   const load = service.engine.load();
   return {
