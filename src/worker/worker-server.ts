@@ -28,6 +28,7 @@ import { batchShape } from './batching/batch-tensors.ts';
 import type { BatcherClock, CancelSignal } from './batching/dynamic-batcher.ts';
 import type { InferBatcher } from './batching/infer-batcher.ts';
 import { readInferControls } from './infer-controls.ts';
+import { readRequestBody } from './read-request-body.ts';
 import type { LlmService } from './llm/llm-service.ts';
 import { handleOpenAiRoute, isOpenAiPath } from './llm/openai-routes.ts';
 import type { WorkerMetrics } from './worker-metrics.ts';
@@ -129,49 +130,19 @@ function errorReply(error: KilnError): WorkerReply {
   };
 }
 
-/** Reads the whole body, refusing more than `limit` bytes. Resolves null after replying 413. */
-function readBody(
+/** A body announced larger than `limit` is refused (413) before it is read: true if so. */
+function refuseAnnouncedBody(
   request: IncomingMessage,
   response: ServerResponse,
   limit: number,
-): Promise<Buffer | null> {
+): boolean {
   const announced = Number(request.headers['content-length'] ?? Number.NaN);
-  if (announced > limit) {
-    sendError(response, kilnError('KILN_PAYLOAD_TOO_LARGE', { size: announced, limit }), {
-      connection: 'close',
-    });
-    request.resume();
-    return Promise.resolve(null);
-  }
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    request.on('data', (chunk: Buffer) => {
-      if (done) return;
-      size += chunk.length;
-      if (size > limit) {
-        done = true;
-        sendError(
-          response,
-          kilnError('KILN_PAYLOAD_TOO_LARGE', { size: `more than ${limit}`, limit }),
-          {
-            connection: 'close',
-          },
-        );
-        resolve(null);
-        return;
-      }
-      chunks.push(chunk);
-    });
-    request.on('end', () => {
-      if (!done)
-        resolve(chunks.length === 1 ? (chunks[0] ?? Buffer.alloc(0)) : Buffer.concat(chunks, size));
-    });
-    request.on('error', () => {
-      if (!done) resolve(null);
-    });
+  if (!(announced > limit)) return false;
+  sendError(response, kilnError('KILN_PAYLOAD_TOO_LARGE', { size: announced, limit }), {
+    connection: 'close',
   });
+  request.resume();
+  return true;
 }
 
 /** Parses `/v2/models/{m}[/versions/{v}][/ready|/infer]`. */
@@ -391,8 +362,17 @@ export function createWorkerServer(
     response.once('close', () => {
       state.inflight -= 1;
     });
-    const body = await readBody(request, response, spec.maxBodyBytes);
-    if (body === null) return;
+    const limit = spec.maxBodyBytes;
+    if (refuseAnnouncedBody(request, response, limit)) return;
+    const body = await readRequestBody(request, limit);
+    if (typeof body === 'string') {
+      // Over the limit while arriving: 413. Unreadable: the client is gone, no one to answer.
+      if (body === 'too_large') {
+        const params = { size: `more than ${limit}`, limit };
+        sendError(response, kilnError('KILN_PAYLOAD_TOO_LARGE', params), { connection: 'close' });
+      }
+      return;
+    }
     const reply = await runInfer(
       body,
       request.headers,

@@ -12,6 +12,7 @@ import { parseChatRequest } from '../../protocol/openai/chat-request.ts';
 import { parseCompletionRequest } from '../../protocol/openai/completion-request.ts';
 import { openAiError, type OpenAiError } from '../../protocol/openai/openai-error.ts';
 import { responseId } from '../../protocol/openai/response-parts.ts';
+import { readRequestBody } from '../read-request-body.ts';
 import type { WorkerSpec } from '../worker-spec.ts';
 import { loadReport, type LlmService } from './llm-service.ts';
 import { runExchange, sendOpenAiError } from './openai-exchange.ts';
@@ -22,49 +23,22 @@ export function isOpenAiPath(path: string): boolean {
   return path.startsWith('/v1/') || path === '/kiln/v1/load';
 }
 
-function readJson(
+async function readJson(
   request: IncomingMessage,
   limit: number,
 ): Promise<{ ok: true; value: unknown } | { ok: false; error: OpenAiError }> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    request.on('data', (chunk: Buffer) => {
-      if (done) return;
-      size += chunk.length;
-      if (size > limit) {
-        done = true;
-        resolve({
-          ok: false,
-          error: openAiError(413, `the request body is larger than ${limit} bytes`),
-        });
-        return;
-      }
-      chunks.push(chunk);
-    });
-    request.on('end', () => {
-      if (done) return;
-      done = true;
-      try {
-        resolve({ ok: true, value: JSON.parse(Buffer.concat(chunks, size).toString('utf8')) });
-      } catch (error) {
-        resolve({
-          ok: false,
-          error: openAiError(
-            400,
-            `We could not parse the JSON body of your request: ${(error as Error).message}`,
-          ),
-        });
-      }
-    });
-    request.on('error', () => {
-      if (!done) {
-        done = true;
-        resolve({ ok: false, error: openAiError(400, 'the request body could not be read') });
-      }
-    });
-  });
+  const body = await readRequestBody(request, limit);
+  if (body === 'too_large')
+    return { ok: false, error: openAiError(413, `the request body is larger than ${limit} bytes`) };
+  if (body === 'unreadable')
+    return { ok: false, error: openAiError(400, 'the request body could not be read') };
+  try {
+    return { ok: true, value: JSON.parse(body.toString('utf8')) };
+  } catch (error) {
+    const reason = (error as Error).message;
+    const message = `We could not parse the JSON body of your request: ${reason}`;
+    return { ok: false, error: openAiError(400, message) };
+  }
 }
 
 function sendJson(
