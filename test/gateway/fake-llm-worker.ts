@@ -4,9 +4,8 @@
 // it received, how often its load was polled and which answers were cut.
 
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
-import { after } from 'node:test';
 import type { LlmLoadReport } from '../../src/gateway/llm-replica-load.ts';
+import { serveOnLoopback } from './gateway-harness.ts';
 
 /**
  * - `ok`: answers at once (a stream: three text chunks, then `[DONE]`).
@@ -65,7 +64,6 @@ export async function fakeLlmWorker(
   name: string,
   behavior: LlmWorkerBehavior = 'ok',
 ): Promise<FakeLlmWorker> {
-  const sockets = new Set<Socket>();
   const held: Array<() => void> = [];
   const worker: FakeLlmWorker = {
     url: '',
@@ -83,7 +81,7 @@ export async function fakeLlmWorker(
     release() {
       for (const answer of held.splice(0)) answer();
     },
-    close: () => close(),
+    close: () => Promise.resolve(), // the server's, once it listens
   };
   /** Answers a generation request as `behavior` says. */
   const respond = (
@@ -151,21 +149,8 @@ export async function fakeLlmWorker(
       else respond(res, path, body, worker.behavior);
     });
   });
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  Object.assign(worker, { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
-  let closed: Promise<void> | null = null;
-  function close(): Promise<void> {
-    closed ??= new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      server.close(() => resolve());
-    });
-    return closed;
-  }
-  after(close);
+  const served = await serveOnLoopback(server);
+  Object.assign(worker, { url: served.url, close: served.close });
   return worker;
 }
 

@@ -10,6 +10,7 @@ import {
   request as httpRequest,
   type IncomingHttpHeaders,
   type IncomingMessage,
+  type Server,
 } from 'node:http';
 import type { Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -78,7 +79,6 @@ export async function fakeWorker(
   const cancelled: number[] = [];
   const held: Array<() => void> = [];
   const waiters: Array<{ count: number; resolve: () => void }> = [];
-  const sockets = new Set<Socket>();
   const text = JSON.stringify(body);
   const worker: FakeWorker = {
     url: '',
@@ -94,7 +94,7 @@ export async function fakeWorker(
       if (received.length >= count) return Promise.resolve();
       return new Promise((resolve) => waiters.push({ count, resolve }));
     },
-    close: () => close(),
+    close: () => Promise.resolve(), // the server's, once it listens
   };
   const record = (request: ReceivedRequest): void => {
     received.push(request);
@@ -163,22 +163,8 @@ export async function fakeWorker(
       if (head.length > 0) reader.push(head);
     });
   }
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
-  Object.assign(worker, { url: `http://127.0.0.1:${port}` });
-  let closed: Promise<void> | null = null;
-  function close(): Promise<void> {
-    closed ??= new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      server.close(() => resolve());
-    });
-    return closed;
-  }
-  after(close);
+  const served = await serveOnLoopback(server);
+  Object.assign(worker, { url: served.url, close: served.close });
   return worker;
 }
 
@@ -237,6 +223,31 @@ export function snapshot(
     apiKeys: extra.apiKeys ?? [],
     teamLimits: extra.teamLimits ?? [],
   };
+}
+
+/**
+ * Serves `server` on a loopback port 0 until the file ends: its url, and a close that cuts
+ * the open connections (the same promise however often it is called).
+ */
+export async function serveOnLoopback(
+  server: Server,
+): Promise<{ readonly url: string; readonly close: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  let closed: Promise<void> | null = null;
+  const close = (): Promise<void> => {
+    closed ??= new Promise<void>((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      server.close(() => resolve());
+    });
+    return closed;
+  };
+  after(close);
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close };
 }
 
 /** A gateway on a loopback port 0 with snapshots injected by the test; closed after the file. */
