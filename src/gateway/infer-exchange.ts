@@ -46,7 +46,11 @@ import { encodeInferRequest } from '../protocol/v2/encode-request.ts';
 import type { V2ProtocolErrorCode } from '../protocol/v2/errors.ts';
 import type { ChannelRequester } from './channel-client.ts';
 import type { EndpointEntry } from './route-table.ts';
-import { UpstreamExchange, type UpstreamSettings } from './upstream-exchange.ts';
+import {
+  skippedResponseHeaders,
+  UpstreamExchange,
+  type UpstreamSettings,
+} from './upstream-exchange.ts';
 import { sendV2Error, sendV2Message, type HeaderList } from './v2-reply.ts';
 
 export interface ExchangeSettings extends UpstreamSettings {
@@ -54,24 +58,6 @@ export interface ExchangeSettings extends UpstreamSettings {
   /** The routing table now: a request picks (and re-picks) replicas from the latest one. */
   readonly table: { readonly endpoints: ReadonlyMap<string, EndpointEntry> } | null;
 }
-
-// Worker response headers the gateway does not pass on: hop-by-hop ones (RFC 9110 §7.6.1)
-// and the ones it sets itself.
-const skippedResponseHeaders = new Set([
-  'connection',
-  'keep-alive',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'proxy-connection',
-  'date',
-  'x-request-id',
-  'traceparent',
-  'kiln-endpoint',
-  'kiln-model-version',
-  'kiln-replica',
-]);
 
 /** Largest answer held back to be sent in one write, in bytes. */
 const maxHeldResponseBytes = 256 * 1024;
@@ -294,11 +280,7 @@ export class InferExchange
     const entry = latest ?? this.entry;
     const replica = pickReplica(entry.replicas, entry.cursor++, performance.now(), failed);
     if (replica === null) {
-      if (failure === null) {
-        this.fail('KILN_NO_READY_REPLICA', { endpoint: entry.name, reason: 'none is ready' });
-      } else {
-        this.fail('KILN_REPLICA_UNAVAILABLE', { endpoint: entry.name, reason: failure.message });
-      }
+      this.failNoReplica(entry.name, failure);
       return;
     }
     replica.outstanding += 1;
@@ -349,25 +331,14 @@ export class InferExchange
     const replica = this.replica!;
     this.responseStarted = true;
     this.status = statusCode;
-    const list = this.passedHeaders(headers, skippedResponseHeaders);
+    const upstreamTrace = headers.traceparent;
+    const traceparent = typeof upstreamTrace === 'string' ? upstreamTrace : this.traceparent;
+    const list = this.answerHeaders(headers, skippedResponseHeaders, traceparent, replica);
     if (this.form === 'v1') {
       // The answer is rewritten at the end: its length is the rewritten one's.
       const at = list.indexOf('content-length');
       if (at !== -1 && at % 2 === 0) list.splice(at, 2);
     }
-    const upstreamTrace = headers.traceparent;
-    list.push(
-      'x-request-id',
-      this.requestId,
-      'traceparent',
-      typeof upstreamTrace === 'string' ? upstreamTrace : this.traceparent,
-      'kiln-endpoint',
-      this.entry.name,
-      'kiln-model-version',
-      replica.versionText,
-      'kiln-replica',
-      replica.id,
-    );
     // A small answer of known length goes out with its headers in one write (one syscall)
     // at the end; anything else (no length, large, server-sent events) streams.
     const length = headers['content-length'];

@@ -34,7 +34,11 @@ import { promptPrefix, type OpenAiRoute } from './prompt-prefix.ts';
 import type { ReplicaState } from './replica-set.ts';
 import type { RouteTable } from './route-table.ts';
 import type { ApiKeyGrant } from './routing-snapshot.ts';
-import { UpstreamExchange, type UpstreamSettings } from './upstream-exchange.ts';
+import {
+  skippedResponseHeaders,
+  UpstreamExchange,
+  type UpstreamSettings,
+} from './upstream-exchange.ts';
 import type { HeaderList } from './v2-reply.ts';
 
 export interface OpenAiState extends UpstreamSettings {
@@ -52,22 +56,9 @@ export interface OpenAiState extends UpstreamSettings {
  */
 const llmUpstreamTimeoutMs = 10 * 60_000;
 
-// Worker response headers not passed on: hop-by-hop ones, the ones the gateway sets
-// itself, and the load report (for routers, not clients).
-const skippedResponseHeaders = new Set([
-  'connection',
-  'keep-alive',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'proxy-connection',
-  'date',
-  'x-request-id',
-  'traceparent',
-  'kiln-endpoint',
-  'kiln-model-version',
-  'kiln-replica',
+// Worker response headers not passed on: also the load report (for routers, not clients).
+const skippedLlmResponseHeaders: ReadonlySet<string> = new Set([
+  ...skippedResponseHeaders,
   'kiln-load',
 ]);
 
@@ -213,12 +204,7 @@ export class OpenAiExchange
     const entry = latest !== undefined && latest.route.format === 'hf-llm' ? latest : known;
     const replica = this.router.choose(entry, this.prefix, failed, performance.now());
     if (replica === null) {
-      if (failure === null) {
-        this.fail('KILN_NO_READY_REPLICA', { endpoint: entry.name, reason: 'none is ready' });
-      } else {
-        const params = { endpoint: entry.name, reason: failure.message };
-        this.fail('KILN_REPLICA_UNAVAILABLE', params);
-      }
+      this.failNoReplica(entry.name, failure);
       return;
     }
     replica.outstanding += 1;
@@ -262,20 +248,7 @@ export class OpenAiExchange
     }
     this.responseStarted = true;
     this.status = statusCode;
-    const list = this.passedHeaders(headers, skippedResponseHeaders);
-    const entry = this.entry!;
-    list.push(
-      'x-request-id',
-      this.requestId,
-      'traceparent',
-      this.traceparent,
-      'kiln-endpoint',
-      entry.name,
-      'kiln-model-version',
-      replica.versionText,
-      'kiln-replica',
-      replica.id,
-    );
+    const list = this.answerHeaders(headers, skippedLlmResponseHeaders, this.traceparent, replica);
     this.res.writeHead(statusCode, list);
     // A stream's headers go out at once (clients wait for them before reading events).
     if (headers['content-length'] === undefined) this.res.flushHeaders();

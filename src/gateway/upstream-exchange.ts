@@ -45,6 +45,24 @@ export interface UpstreamSettings {
   readonly log: GatewayLog;
 }
 
+// Worker response headers the gateway does not pass on: hop-by-hop ones (RFC 9110 §7.6.1)
+// and the ones it sets itself.
+export const skippedResponseHeaders: ReadonlySet<string> = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-connection',
+  'date',
+  'x-request-id',
+  'traceparent',
+  'kiln-endpoint',
+  'kiln-model-version',
+  'kiln-replica',
+]);
+
 export abstract class UpstreamExchange<Settings extends UpstreamSettings>
   implements ExchangeEvents, Dispatcher.DispatchHandler
 {
@@ -139,8 +157,25 @@ export abstract class UpstreamExchange<Settings extends UpstreamSettings>
     if (this.done) controller.abort(new Error('the client went away'));
   }
 
-  /** The replica's response headers the client gets, less those in `skipped`. */
-  protected passedHeaders(headers: IncomingHttpHeaders, skipped: ReadonlySet<string>): HeaderList {
+  /** No replica to send to: none is ready, or `failure` put the last one out. */
+  protected failNoReplica(endpoint: string, failure: Error | null): void {
+    if (failure === null) {
+      this.fail('KILN_NO_READY_REPLICA', { endpoint, reason: 'none is ready' });
+    } else {
+      this.fail('KILN_REPLICA_UNAVAILABLE', { endpoint, reason: failure.message });
+    }
+  }
+
+  /**
+   * The headers of `replica`'s answer for the client: the replica's own less those in
+   * `skipped`, then the gateway's (`traceparent`: the one the client gets).
+   */
+  protected answerHeaders(
+    headers: IncomingHttpHeaders,
+    skipped: ReadonlySet<string>,
+    traceparent: string,
+    replica: ReplicaState,
+  ): HeaderList {
     const list: HeaderList = [];
     for (const name in headers) {
       if (skipped.has(name)) continue;
@@ -148,6 +183,18 @@ export abstract class UpstreamExchange<Settings extends UpstreamSettings>
       if (typeof value === 'string') list.push(name, value);
       else if (value !== undefined) for (const item of value) list.push(name, item);
     }
+    list.push(
+      'x-request-id',
+      this.requestId,
+      'traceparent',
+      traceparent,
+      'kiln-endpoint',
+      this.entry!.name,
+      'kiln-model-version',
+      replica.versionText,
+      'kiln-replica',
+      replica.id,
+    );
     return list;
   }
 
