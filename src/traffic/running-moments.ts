@@ -8,14 +8,17 @@
 // m2 is the sum of squared deviations from the mean; both updates avoid the catastrophic
 // cancellation of sum(x^2) - n mean^2. The snapshot is plain JSON so it can cross the wire.
 
+import { invalidInput, type StatisticResult } from './statistic-result.ts';
+
 /** A summary as it travels between gateway and control plane. */
 export interface MomentsSnapshot {
   readonly count: number;
   readonly mean: number;
   /** Sum of squared deviations from the mean. */
   readonly m2: number;
-  readonly min: number;
-  readonly max: number;
+  /** Extremes; null when count is 0 (JSON has no Infinity). */
+  readonly min: number | null;
+  readonly max: number | null;
 }
 
 export class RunningMoments {
@@ -25,14 +28,26 @@ export class RunningMoments {
   #min = Infinity;
   #max = -Infinity;
 
-  static fromSnapshot(snapshot: MomentsSnapshot): RunningMoments {
+  /** A summary from a report (a gateway's snapshot), checked: it comes over the wire. */
+  static fromSnapshot(snapshot: MomentsSnapshot): StatisticResult<{ moments: RunningMoments }> {
+    const { count, mean, m2, min, max } = snapshot;
+    if (!(Number.isInteger(count) && count >= 0)) {
+      return invalidInput('count-out-of-range', `count ${count} must be an integer >= 0`);
+    }
+    if (!Number.isFinite(mean) || !Number.isFinite(m2) || m2 < 0) {
+      return invalidInput('not-finite', 'mean must be finite and m2 finite and >= 0');
+    }
     const moments = new RunningMoments();
-    moments.#count = snapshot.count;
-    moments.#mean = snapshot.mean;
-    moments.#m2 = snapshot.m2;
-    moments.#min = snapshot.min;
-    moments.#max = snapshot.max;
-    return moments;
+    if (count === 0) return { ok: true, moments };
+    if (min === null || max === null || !Number.isFinite(min) || !Number.isFinite(max)) {
+      return invalidInput('not-finite', 'a non-empty summary needs finite min and max');
+    }
+    moments.#count = count;
+    moments.#mean = mean;
+    moments.#m2 = m2;
+    moments.#min = min;
+    moments.#max = max;
+    return { ok: true, moments };
   }
 
   static of(values: Iterable<number>): RunningMoments {
@@ -54,24 +69,15 @@ export class RunningMoments {
   }
 
   /** Folds another summary (of disjoint observations) into this one. */
-  merge(other: RunningMoments | MomentsSnapshot): this {
-    const b = other instanceof RunningMoments ? other.snapshot() : other;
-    if (b.count === 0) return this;
-    if (this.#count === 0) {
-      this.#count = b.count;
-      this.#mean = b.mean;
-      this.#m2 = b.m2;
-      this.#min = b.min;
-      this.#max = b.max;
-      return this;
-    }
-    const count = this.#count + b.count;
-    const delta = b.mean - this.#mean;
-    this.#mean += (delta * b.count) / count;
-    this.#m2 += b.m2 + (delta * delta * this.#count * b.count) / count;
+  merge(other: RunningMoments): this {
+    if (other.#count === 0) return this;
+    const count = this.#count + other.#count;
+    const delta = other.#mean - this.#mean;
+    this.#mean += (delta * other.#count) / count;
+    this.#m2 += other.#m2 + (delta * delta * this.#count * other.#count) / count;
     this.#count = count;
-    this.#min = Math.min(this.#min, b.min);
-    this.#max = Math.max(this.#max, b.max);
+    this.#min = Math.min(this.#min, other.#min);
+    this.#max = Math.max(this.#max, other.#max);
     return this;
   }
 
@@ -90,6 +96,13 @@ export class RunningMoments {
   }
 
   snapshot(): MomentsSnapshot {
-    return { count: this.#count, mean: this.#mean, m2: this.#m2, min: this.#min, max: this.#max };
+    const empty = this.#count === 0;
+    return {
+      count: this.#count,
+      mean: this.#mean,
+      m2: this.#m2,
+      min: empty ? null : this.#min,
+      max: empty ? null : this.#max,
+    };
   }
 }

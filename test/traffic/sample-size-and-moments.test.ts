@@ -10,7 +10,7 @@ import {
   requiredSampleSizeForMeans,
   requiredSampleSizeForProportions,
 } from '../../src/traffic/required-sample-size.ts';
-import { RunningMoments } from '../../src/traffic/running-moments.ts';
+import { RunningMoments, type MomentsSnapshot } from '../../src/traffic/running-moments.ts';
 import { assertClose } from './statistics-reference.ts';
 
 test('sample size for 10% vs 12% at alpha 0.05 (two-sided), power 0.8 is 3,841 per group', () => {
@@ -95,6 +95,26 @@ test('running moments: empty and single-observation summaries say so (null), non
   assert.equal(moments.count, 1);
   assert.equal(moments.mean, 3);
   assert.equal(moments.variance, null);
+  const empty = RunningMoments.fromSnapshot(
+    JSON.parse(JSON.stringify(new RunningMoments().snapshot())) as MomentsSnapshot,
+  );
+  assert.ok(empty.ok);
+  assert.equal(empty.moments.count, 0);
+  const reasons = [
+    { count: -1, mean: 0, m2: 0, min: null, max: null },
+    { count: 2.5, mean: 0, m2: 0, min: 0, max: 1 },
+    { count: 3, mean: 1, m2: -1, min: 0, max: 1 },
+    { count: 3, mean: 1, m2: 1, min: null, max: 1 },
+  ].map((snapshot) => {
+    const result = RunningMoments.fromSnapshot(snapshot);
+    return result.ok ? 'ok' : result.reason;
+  });
+  assert.deepEqual(reasons, [
+    'count-out-of-range',
+    'count-out-of-range',
+    'not-finite',
+    'not-finite',
+  ]);
 });
 
 test('merging partial summaries equals one pass over all values (seeded, 20,000 values in 7 parts)', () => {
@@ -107,9 +127,11 @@ test('merging partial summaries equals one pass over all values (seeded, 20,000 
   for (let part = 0; part + 1 < cuts.length; part++) {
     const summary = RunningMoments.of(values.slice(cuts[part], cuts[part + 1]));
     // Partial summaries travel as JSON snapshots.
-    merged.merge(
-      JSON.parse(JSON.stringify(summary.snapshot())) as ReturnType<typeof summary.snapshot>,
+    const restored = RunningMoments.fromSnapshot(
+      JSON.parse(JSON.stringify(summary.snapshot())) as MomentsSnapshot,
     );
+    assert.ok(restored.ok);
+    merged.merge(restored.moments);
   }
   merged.merge(new RunningMoments()); // an empty part changes nothing
   assert.equal(merged.count, onePass.count);
