@@ -50,7 +50,7 @@ export interface VersionObservations {
 
 export interface CanaryAnalysisInput {
   readonly thresholds: CanaryThresholds;
-  /** The configured slice key (e.g. 'country'); names slice scopes in the reasons. */
+  /** The configured slice key (e.g. 'country'); names slice scopes ('slice country=de'). */
   readonly sliceKey?: string;
   readonly baseline: VersionObservations;
   readonly canary: VersionObservations;
@@ -82,7 +82,8 @@ export function analyzeCanaryStep(input: CanaryAnalysisInput): CanaryVerdict {
     ...new Set([...Object.keys(baselineSlices), ...Object.keys(canarySlices)]),
   ].sort();
   for (const value of sliceValues) {
-    const scope = `slice ${input.sliceKey ?? 'slice'}=${value}`;
+    const scope =
+      input.sliceKey === undefined ? `slice ${value}` : `slice ${input.sliceKey}=${value}`;
     const baseline = Object.hasOwn(baselineSlices, value) ? baselineSlices[value] : undefined;
     const canary = Object.hasOwn(canarySlices, value) ? canarySlices[value] : undefined;
     if (baseline === undefined || canary === undefined) {
