@@ -54,6 +54,11 @@ export class GatewayProcess {
     return this.restarts;
   }
 
+  /** Whether a gateway runs and this object has seen it listening (or adopted it). */
+  get serving(): boolean {
+    return this.upSinceMs !== null;
+  }
+
   private now(): number {
     return (this.options.clock ?? systemClock).now();
   }

@@ -152,7 +152,9 @@ test('the gateway restart backoff starts over after it served a good while, as a
       () =>
         gateway.pid !== null &&
         gateway.pid !== pid &&
-        readGatewayRecord(stateDir)?.process.pid === gateway.pid,
+        readGatewayRecord(stateDir)?.process.pid === gateway.pid &&
+        // its 'listening' line read: the moment the backoff's reset is counted from
+        gateway.serving,
       'the gateway started again',
     );
     assert.equal(gateway.url, url, 'where it listened');
