@@ -323,6 +323,67 @@ export const errorRegistry = {
     template: 'the request waited past its deadline of {timeoutMs} ms and was not run',
     hint: 'raise the deadline with the `kiln-timeout-ms` header or the endpoint timeoutMs',
   },
+  // --- traffic management (policies, rollouts, experiments, golden sets) ---
+  KILN_TRAFFIC_POLICY_INVALID: {
+    status: 400,
+    retryable: false,
+    template: 'invalid traffic policy for endpoint {endpoint}: {reason}',
+  },
+  KILN_TRAFFIC_CONFLICT: {
+    status: 409,
+    retryable: true,
+    template: 'the traffic of endpoint {endpoint} changed meanwhile: {reason}',
+    hint: 'read it again (`kiln traffic show ENDPOINT`) and retry',
+  },
+  KILN_ROLLOUT_IN_PROGRESS: {
+    status: 409,
+    retryable: false,
+    template: 'endpoint {endpoint} already has rollout {rollout} in progress ({state})',
+    hint: 'see it with `kiln rollout status ENDPOINT`; finish it with promote or abort first',
+  },
+  KILN_NO_ACTIVE_ROLLOUT: {
+    status: 409,
+    retryable: false,
+    template: 'endpoint {endpoint} has no rollout in progress to {action}',
+    hint: 'start one with `kiln rollout start ENDPOINT --to MODEL:VERSION`',
+  },
+  KILN_ROLLOUT_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    template: 'rollout {rollout} does not exist',
+  },
+  KILN_EXPERIMENT_IN_PROGRESS: {
+    status: 409,
+    retryable: false,
+    template: 'endpoint {endpoint} runs experiment {experiment}: {reason}',
+    hint: 'stop it first with `kiln experiments stop ID`',
+  },
+  KILN_EXPERIMENT_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    template: 'experiment {experiment} does not exist',
+    hint: 'list experiments with `kiln experiments list`',
+  },
+  KILN_EXPERIMENT_STOPPED: {
+    status: 409,
+    retryable: false,
+    template: 'experiment {experiment} is stopped: {reason}',
+  },
+  KILN_NOTHING_TO_ROLL_BACK: {
+    status: 409,
+    retryable: false,
+    template: 'endpoint {endpoint} has nothing to roll back to: {reason}',
+  },
+  KILN_GOLDEN_SET_INVALID: {
+    status: 400,
+    retryable: false,
+    template: 'invalid golden set for {model} v{version}: {reason}',
+  },
+  KILN_GOLDEN_SET_FAILED: {
+    status: 422,
+    retryable: false,
+    template: '{model} v{version} did not reproduce its golden set: {reason}',
+  },
   // --- everything else ---
   KILN_INTERNAL: {
     status: 500,

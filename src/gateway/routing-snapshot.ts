@@ -50,6 +50,55 @@ export interface EndpointRoute {
   readonly maxConcurrencySource: 'configured' | 'derived';
   /** Ready replicas only; an endpoint with none answers 503 (retryable). */
   readonly replicas: readonly ReplicaRoute[];
+  /**
+   * The endpoint's traffic policy (issue 13), when it has one: requests are split over the
+   * variants (sticky by caller key), copies go to shadows, and the gateway counts requests,
+   * errors, latency and outputs per variant and slice and reports them to the control plane
+   * (protocol/traffic/traffic-report.ts). Absent: every request goes to `replicas` above and
+   * nothing is reported. The fields above describe the endpoint's stable version (its
+   * metadata, `kiln-model-version` when no policy); `maxConcurrency` bounds all variants.
+   */
+  readonly traffic?: TrafficRoute;
+}
+
+export interface TrafficRoute {
+  /** Salt of the sticky hash (traffic-split.ts): the same salt keeps users on their variant. */
+  readonly salt: string;
+  /** Body path of the caller key (caller-key.ts); the `kiln-user` header wins. null: header only. */
+  readonly keyPath: string | null;
+  /** The slice key's name (`country`); null: no slices counted. */
+  readonly sliceKey: string | null;
+  /** Body path of the slice value; the `kiln-slice` header wins. null: header only. */
+  readonly slicePath: string | null;
+  /**
+   * Weights (whole percent) sum to 100, in policy order (the order sets the bucket ranges).
+   * A variant whose `replicas` is empty (its version not ready yet) gives its requests to the
+   * first variant with replicas; they are counted under the version that served them.
+   */
+  readonly variants: readonly VariantRoute[];
+  /** Copies after the primary answered, sampled per shadow; never change the primary. */
+  readonly shadows: readonly ShadowRoute[];
+}
+
+/** How one version of an endpoint is served: what EndpointRoute says of the stable one. */
+export interface VersionRoute {
+  readonly model: string;
+  readonly version: number;
+  readonly format: ModelFormat;
+  readonly schema: ModelSchema | null;
+  readonly inputNaming?: InputNaming;
+  /** Ready replicas of this version only. */
+  readonly replicas: readonly ReplicaRoute[];
+}
+
+export interface VariantRoute extends VersionRoute {
+  /** Whole percent, 0..100. */
+  readonly weight: number;
+}
+
+export interface ShadowRoute extends VersionRoute {
+  /** Share of requests copied, in [0, 1]. */
+  readonly sampleRate: number;
 }
 
 export interface ReplicaRoute {
@@ -57,6 +106,8 @@ export interface ReplicaRoute {
   /** Base URL of the worker, e.g. http://127.0.0.1:40123 (loopback only). */
   readonly url: string;
   readonly version: number;
+  /** The model it serves (answers carry it as `kiln-model`); absent in older snapshots. */
+  readonly model?: string;
   /**
    * Path of the worker channel (an HTTP Upgrade on `url`) when the replica is a Kiln worker;
    * infer requests then travel as frames on it. Absent: plain v2 HTTP.

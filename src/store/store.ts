@@ -14,6 +14,20 @@ import type {
 } from './serving-records.ts';
 import type { AuditRecord, NewAuditRecord, NewToken, TokenRecord } from './access-records.ts';
 import type {
+  EndpointTrafficRecord,
+  ExperimentRecord,
+  GoldenSet,
+  NewTrafficEvent,
+  ObservationDelta,
+  ObservationQuery,
+  ObservationRow,
+  OutcomeAggregate,
+  OutcomeEntry,
+  RolloutRecord,
+  TrafficChange,
+  TrafficEvent,
+} from './traffic-records.ts';
+import type {
   AliasEntry,
   Model,
   ModelVersion,
@@ -155,4 +169,66 @@ export interface Store {
   listAudit(
     request: PageRequest & { readonly since?: string | undefined },
   ): Promise<Page<AuditRecord>>;
+
+  // --- traffic management (traffic-records.ts) ---------------------------------------
+
+  /** null: the endpoint has never had a traffic change (its stable version takes all). */
+  getEndpointTraffic(endpoint: string): Promise<EndpointTrafficRecord | null>;
+  listEndpointTraffic(): Promise<readonly EndpointTrafficRecord[]>;
+  /**
+   * Applies `change` in one transaction: the traffic record (created if absent, revision + 1),
+   * the endpoint's stable version, the rollout's or experiment's record, and the history event.
+   * Refused: the endpoint does not exist (KILN_ENDPOINT_NOT_FOUND), `expectRevision` is not the
+   * stored revision (KILN_TRAFFIC_CONFLICT), a rollout created while another is active on the
+   * endpoint (KILN_ROLLOUT_IN_PROGRESS), a rollout or experiment id that does not exist
+   * (KILN_ROLLOUT_NOT_FOUND, KILN_EXPERIMENT_NOT_FOUND). Deleting an endpoint deletes its
+   * traffic record (its history, rollouts and experiments stay).
+   */
+  updateEndpointTraffic(endpoint: string, change: TrafficChange): Promise<EndpointTrafficRecord>;
+  /** A history event with no traffic change (a rollout's step analysis, a failed blue-green). */
+  appendTrafficEvent(event: NewTrafficEvent): Promise<TrafficEvent>;
+  /** Newest first. */
+  listTrafficEvents(
+    endpoint: string,
+    request: PageRequest & { readonly since?: string | undefined },
+  ): Promise<Page<TrafficEvent>>;
+
+  getRollout(id: string): Promise<RolloutRecord | null>;
+  /** The endpoint's rollout in state starting, running or paused (at most one). */
+  getActiveRollout(endpoint: string): Promise<RolloutRecord | null>;
+  /** Newest first; `active` keeps starting/running/paused ones. */
+  listRollouts(query: {
+    readonly endpoint?: string;
+    readonly active?: boolean;
+  }): Promise<readonly RolloutRecord[]>;
+
+  getExperiment(id: string): Promise<ExperimentRecord | null>;
+  /** Newest first. */
+  listExperiments(query: {
+    readonly endpoint?: string;
+    readonly state?: ExperimentRecord['state'];
+  }): Promise<readonly ExperimentRecord[]>;
+  /**
+   * Merges outcomes into the per (variant, metric) aggregates in one transaction. A metric
+   * keeps the kind it was first reported with: another kind for it refuses the whole call
+   * (KILN_VALIDATION_FAILED) and nothing is merged. Unknown experiment: KILN_EXPERIMENT_NOT_FOUND.
+   */
+  addOutcomes(experimentId: string, entries: readonly OutcomeEntry[]): Promise<void>;
+  listOutcomes(experimentId: string): Promise<readonly OutcomeAggregate[]>;
+
+  /**
+   * Merges gateway observations into their rows (endpoint, bucketStart, kind, model, version,
+   * slice) in one transaction: `merge(existing data or null, delta data)` gives the new data.
+   */
+  mergeObservations(
+    deltas: readonly ObservationDelta[],
+    merge: (existing: unknown, delta: unknown) => unknown,
+  ): Promise<void>;
+  listObservations(query: ObservationQuery): Promise<readonly ObservationRow[]>;
+  /** Deletes rows whose bucketStart < before; returns how many. */
+  pruneObservations(before: string): Promise<number>;
+
+  /** Replaces a version's golden set; the version must exist (KILN_VERSION_NOT_FOUND). */
+  setGoldenSet(golden: Omit<GoldenSet, 'createdAt'>): Promise<GoldenSet>;
+  getGoldenSet(model: string, version: number): Promise<GoldenSet | null>;
 }

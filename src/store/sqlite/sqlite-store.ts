@@ -32,6 +32,20 @@ import { SqliteTeamLimitTables } from './sqlite-team-limits.ts';
 import { SqliteAccessTables } from './sqlite-access.ts';
 import type { AuditRecord, NewAuditRecord, NewToken, TokenRecord } from '../access-records.ts';
 import type {
+  EndpointTrafficRecord,
+  ExperimentRecord,
+  GoldenSet,
+  NewTrafficEvent,
+  ObservationDelta,
+  ObservationQuery,
+  ObservationRow,
+  OutcomeAggregate,
+  OutcomeEntry,
+  RolloutRecord,
+  TrafficChange,
+  TrafficEvent,
+} from '../traffic-records.ts';
+import type {
   ApiKeyRecord,
   EndpointRecord,
   NewEndpoint,
@@ -616,5 +630,81 @@ export class SqliteStore implements Store {
     request: PageRequest & { readonly since?: string | undefined },
   ): Promise<Page<AuditRecord>> {
     return this.run(() => this.access.listAudit(request));
+  }
+  // --- traffic management: not implemented yet (issue 13, in progress) -----------------
+
+  private notYet(what: string): Promise<never> {
+    return Promise.reject(kilnError('KILN_INTERNAL', { reason: `${what} is not implemented yet` }));
+  }
+
+  getEndpointTraffic(_endpoint: string): Promise<EndpointTrafficRecord | null> {
+    return Promise.resolve(null);
+  }
+
+  listEndpointTraffic(): Promise<readonly EndpointTrafficRecord[]> {
+    return Promise.resolve([]);
+  }
+
+  updateEndpointTraffic(_endpoint: string, _change: TrafficChange): Promise<EndpointTrafficRecord> {
+    return this.notYet('updateEndpointTraffic');
+  }
+
+  appendTrafficEvent(_event: NewTrafficEvent): Promise<TrafficEvent> {
+    return this.notYet('appendTrafficEvent');
+  }
+
+  listTrafficEvents(_endpoint: string, _request: PageRequest): Promise<Page<TrafficEvent>> {
+    return this.notYet('listTrafficEvents');
+  }
+
+  getRollout(_id: string): Promise<RolloutRecord | null> {
+    return Promise.resolve(null);
+  }
+
+  getActiveRollout(_endpoint: string): Promise<RolloutRecord | null> {
+    return Promise.resolve(null);
+  }
+
+  listRollouts(_query: { readonly endpoint?: string }): Promise<readonly RolloutRecord[]> {
+    return Promise.resolve([]);
+  }
+
+  getExperiment(_id: string): Promise<ExperimentRecord | null> {
+    return Promise.resolve(null);
+  }
+
+  listExperiments(_query: { readonly endpoint?: string }): Promise<readonly ExperimentRecord[]> {
+    return Promise.resolve([]);
+  }
+
+  addOutcomes(_experimentId: string, _entries: readonly OutcomeEntry[]): Promise<void> {
+    return this.notYet('addOutcomes');
+  }
+
+  listOutcomes(_experimentId: string): Promise<readonly OutcomeAggregate[]> {
+    return Promise.resolve([]);
+  }
+
+  mergeObservations(
+    _deltas: readonly ObservationDelta[],
+    _merge: (existing: unknown, delta: unknown) => unknown,
+  ): Promise<void> {
+    return this.notYet('mergeObservations');
+  }
+
+  listObservations(_query: ObservationQuery): Promise<readonly ObservationRow[]> {
+    return Promise.resolve([]);
+  }
+
+  pruneObservations(_before: string): Promise<number> {
+    return Promise.resolve(0);
+  }
+
+  setGoldenSet(_golden: Omit<GoldenSet, 'createdAt'>): Promise<GoldenSet> {
+    return this.notYet('setGoldenSet');
+  }
+
+  getGoldenSet(_model: string, _version: number): Promise<GoldenSet | null> {
+    return Promise.resolve(null);
   }
 }
