@@ -75,7 +75,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
   if (options.serving !== undefined) {
     const { endpoints, reconciler } = options.serving;
     registerServingRoutes(app, options.registry.store, endpoints, reconciler);
-    registerTrafficRoutes(app, endpoints.traffic);
+    registerTrafficRoutes(app, options.registry.store, endpoints.traffic);
   }
   registerModelRoutes(app, options.registry);
   // A stored blob may repair a replica failing on a damaged copy of it: retry that one now.
