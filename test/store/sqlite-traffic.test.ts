@@ -787,6 +787,16 @@ test('appendTrafficEvent: history without a change; pages newest first and filte
     recent.items.map((e) => e.detail),
     [{ i: 4 }, { i: 3 }],
   );
+  // The same instant written without milliseconds finds the same events.
+  const short = await store.listTrafficEvents('iris', { limit: 10, since: '2026-01-01T00:00:03Z' });
+  assert.deepEqual(
+    short.items.map((e) => e.detail),
+    [{ i: 4 }, { i: 3 }],
+  );
+  await assert.rejects(
+    store.listTrafficEvents('iris', { limit: 10, since: 'last week' }),
+    kilnCode('KILN_VALIDATION_FAILED'),
+  );
   const noDetail = await store.appendTrafficEvent({
     endpoint: 'iris',
     actor: 'reconciler',
