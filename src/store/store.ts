@@ -180,9 +180,16 @@ export interface Store {
    * the endpoint's stable version, the rollout's or experiment's record, and the history event.
    * Refused: the endpoint does not exist (KILN_ENDPOINT_NOT_FOUND), `expectRevision` is not the
    * stored revision (KILN_TRAFFIC_CONFLICT), a rollout created while another is active on the
-   * endpoint (KILN_ROLLOUT_IN_PROGRESS), a rollout or experiment id that does not exist
-   * (KILN_ROLLOUT_NOT_FOUND, KILN_EXPERIMENT_NOT_FOUND). Deleting an endpoint deletes its
-   * traffic record (its history, rollouts and experiments stay).
+   * endpoint or an experiment created while a rollout is (KILN_ROLLOUT_IN_PROGRESS), an
+   * experiment or a rollout created while an experiment runs (KILN_EXPERIMENT_IN_PROGRESS), a
+   * rollout or experiment id that does not exist or is another endpoint's
+   * (KILN_ROLLOUT_NOT_FOUND, KILN_EXPERIMENT_NOT_FOUND), an experiment stopped twice
+   * (KILN_EXPERIMENT_STOPPED), a version the change starts naming (or the new stable one) that
+   * does not exist or is deleted (KILN_VERSION_NOT_FOUND). A refused change writes nothing.
+   * Deleting an endpoint deletes its traffic record, aborts its active rollout and stops its
+   * running experiment (its history, rollouts and experiments stay). A version the traffic
+   * runs (policy, shadow, staged, unexpired warm) or an active rollout or running experiment
+   * names cannot be deleted (KILN_VERSION_IN_USE).
    */
   updateEndpointTraffic(endpoint: string, change: TrafficChange): Promise<EndpointTrafficRecord>;
   /** A history event with no traffic change (a rollout's step analysis, a failed blue-green). */
@@ -211,7 +218,10 @@ export interface Store {
   /**
    * Merges outcomes into the per (variant, metric) aggregates in one transaction. A metric
    * keeps the kind it was first reported with: another kind for it refuses the whole call
-   * (KILN_VALIDATION_FAILED) and nothing is merged. Unknown experiment: KILN_EXPERIMENT_NOT_FOUND.
+   * (KILN_VALIDATION_FAILED) and nothing is merged; so does a variant that is not one of the
+   * experiment's (`model:version`), a rate value other than 0 or 1, or a non-finite value.
+   * Unknown experiment: KILN_EXPERIMENT_NOT_FOUND. A stopped experiment still takes outcomes
+   * (conversions arrive late); the caller decides whether to refuse them.
    */
   addOutcomes(experimentId: string, entries: readonly OutcomeEntry[]): Promise<void>;
   listOutcomes(experimentId: string): Promise<readonly OutcomeAggregate[]>;
@@ -219,6 +229,8 @@ export interface Store {
   /**
    * Merges gateway observations into their rows (endpoint, bucketStart, kind, model, version,
    * slice) in one transaction: `merge(existing data or null, delta data)` gives the new data.
+   * A bucketStart that is not an ISO time on an observationBucketMs boundary refuses the whole
+   * call (KILN_VALIDATION_FAILED), as does anything `merge` throws: nothing is merged.
    */
   mergeObservations(
     deltas: readonly ObservationDelta[],
