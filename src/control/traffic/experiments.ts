@@ -35,7 +35,7 @@ import type {
   OutcomeKind,
   TrafficChange,
 } from '../../store/traffic-records.ts';
-import { versionKey } from '../../store/traffic-records.ts';
+import { observationBucketMs, versionKey } from '../../store/traffic-records.ts';
 import {
   buildExperimentReport,
   defaultReportOptions,
@@ -49,6 +49,7 @@ export interface ObservationSource {
   observationsSince(
     endpoint: string,
     sinceMs: number,
+    untilMs?: number,
   ): Promise<{ readonly primary: ReadonlyMap<string, VersionObservations> }>;
 }
 
@@ -271,8 +272,16 @@ export class ExperimentService {
     options: ReportOptions = defaultReportOptions,
   ): Promise<ExperimentReport> {
     const experiment = await this.get(id);
+    // Observation rows are 10 s buckets: the window holds the buckets of the start and of
+    // the stop whole (the variants' counts only: what the stable version served before or
+    // after counts for it, not for them, unless it is a variant too).
+    const sinceMs = Date.parse(experiment.createdAt);
+    const untilMs =
+      experiment.stoppedAt === null
+        ? undefined
+        : Date.parse(experiment.stoppedAt) + observationBucketMs;
     const [observed, outcomes] = await Promise.all([
-      this.observations.observationsSince(experiment.endpoint, Date.parse(experiment.createdAt)),
+      this.observations.observationsSince(experiment.endpoint, sinceMs, untilMs),
       this.store.listOutcomes(id),
     ]);
     return buildExperimentReport({
