@@ -327,9 +327,9 @@ export class ExperimentService {
   }
 }
 
-/** The revision read, so a change made meanwhile is refused; a first change expects none. */
-function expectRevisionOf(current: EndpointTrafficRecord | null): { expectRevision?: number } {
-  return current === null ? {} : { expectRevision: current.revision };
+/** The revision read (0: no record yet), so a change made meanwhile is refused. */
+function expectRevisionOf(current: EndpointTrafficRecord | null): { expectRevision: number } {
+  return { expectRevision: current?.revision ?? 0 };
 }
 
 function policyInvalid(endpoint: string, problems: readonly SplitProblem[]): KilnError {
