@@ -99,6 +99,9 @@ function metricText(report: ExperimentReport, metric: MetricReport): string {
       signed(comparison.effect),
       comparison.relativeLift === null ? '-' : `${signed(comparison.relativeLift * 100)}%`,
       `[${figure(comparison.interval[0])}, ${figure(comparison.interval[1])}]`,
+      comparison.degreesOfFreedom === null
+        ? `z ${figure(comparison.statistic)}`
+        : `t ${figure(comparison.statistic)}, df ${figure(comparison.degreesOfFreedom)}`,
       figure(comparison.pValue),
       comparison.significant ? 'yes' : 'no',
       size.ok
@@ -116,6 +119,7 @@ function metricText(report: ExperimentReport, metric: MetricReport): string {
         'effect',
         'lift',
         confidence,
+        'statistic',
         'p-value',
         'significant',
         'needed per group',
