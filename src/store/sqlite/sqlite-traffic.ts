@@ -39,7 +39,7 @@ import {
   type TrafficEventRow,
   type TrafficRow,
 } from './sqlite-traffic-rows.ts';
-import { liveVersionId } from './sqlite-traffic-data.ts';
+import { liveVersionId, timeMs } from './sqlite-traffic-data.ts';
 
 const activeStates = activeRolloutStates.map((s) => `'${s}'`).join(', ');
 
@@ -295,18 +295,16 @@ export class SqliteTrafficTables {
       request.pageToken === undefined
         ? Number.MAX_SAFE_INTEGER
         : cursorNumber(decodePageToken(request.pageToken), 'before');
+    // Stored times are toISOString()'s; `since` is made the same so text order is time order
+    // ('…:03Z' would sort after '…:03.000Z').
+    const since =
+      request.since === undefined ? null : new Date(timeMs(request.since, 'since')).toISOString();
     const rows = this.db
       .prepare(
         `SELECT * FROM traffic_events WHERE endpoint = ? AND id < ? AND (? IS NULL OR at >= ?)
          ORDER BY id DESC LIMIT ?`,
       )
-      .all(
-        endpoint,
-        before,
-        request.since ?? null,
-        request.since ?? null,
-        request.limit + 1,
-      ) as TrafficEventRow[];
+      .all(endpoint, before, since, since, request.limit + 1) as TrafficEventRow[];
     return pageOf(rows, request.limit, toTrafficEvent, (r) => ({ before: r.id }));
   }
 
