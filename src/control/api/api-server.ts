@@ -77,7 +77,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
   if (options.serving !== undefined) {
     const { endpoints, reconciler } = options.serving;
     registerServingRoutes(app, options.registry.store, endpoints, reconciler);
-    registerTrafficRoutes(app, endpoints.traffic);
+    registerTrafficRoutes(app, options.registry.store, endpoints.traffic);
     const traffic = endpoints.traffic;
     const experiments = new ExperimentService(
       options.registry.store,
