@@ -10,7 +10,14 @@ import type { ExperimentRecord } from '../../src/store/traffic-records.ts';
 import { reportSketchAccuracy } from '../../src/protocol/traffic/traffic-report.ts';
 import { HistogramSketch } from '../../src/traffic/histogram-sketch.ts';
 import { compileTrafficSplit } from '../../src/traffic/traffic-split.ts';
-import { call, errorCode, registerFixture, testPlatform } from '../helpers/platform.ts';
+import {
+  call,
+  errorCode,
+  readArtifact,
+  register,
+  registryFixtures,
+  testPlatform,
+} from '../helpers/platform.ts';
 import { assertClose } from '../traffic/statistics-reference.ts';
 import { aspirin, binaryOutcomes, sleep } from './traffic/textbook-examples.ts';
 
@@ -19,19 +26,34 @@ const variants = [
   { model: 'm', version: 2, weight: 50 },
 ];
 
-async function platformWithEndpoints(names: readonly string[]) {
-  const platform = await testPlatform();
-  await registerFixture(platform.url, 'm', 'onnx', 'mlp.onnx');
-  await registerFixture(platform.url, 'm', 'onnx', 'mlp.onnx');
+async function platformWithEndpoints(names: readonly string[], dev = true) {
+  const platform = await testPlatform({ dev });
+  const admin = platform.admin;
+  await registerFixtureAs(platform.url, admin);
+  await registerFixtureAs(platform.url, admin);
   for (const name of names) {
-    const deployed = await call(platform.url, 'PUT', `/api/v1/endpoints/${name}`, {
-      model: 'm',
-      version: 1,
-      replicas: 0,
-    });
+    const deployed = await call(
+      platform.url,
+      'PUT',
+      `/api/v1/endpoints/${name}`,
+      { model: 'm', version: 1, replicas: 0 },
+      admin,
+    );
     assert.equal(deployed.status, 201, JSON.stringify(deployed.body));
   }
   return platform;
+}
+
+async function registerFixtureAs(url: string, headers: Record<string, string>): Promise<void> {
+  const registered = await register(
+    url,
+    'm',
+    'onnx',
+    await readArtifact(registryFixtures + 'mlp.onnx'),
+    {},
+    headers,
+  );
+  assert.equal(registered.status, 201, JSON.stringify(registered.body));
 }
 
 function problemsOf(body: unknown): string[] {
@@ -382,4 +404,51 @@ void test('an experiment end to end: split, sticky outcomes, textbook report, st
   });
   assert.equal(next.status, 201);
   assert.notEqual((next.body as ExperimentRecord).salt, experiment.salt);
+});
+
+void test('experiments are the endpoint team’s to run; reports are anyone’s to read', async () => {
+  const platform = await platformWithEndpoints(['heart'], false);
+  const { url, admin } = platform;
+  const token = async (name: string, role: string, team?: string) => {
+    const created = await call(
+      url,
+      'POST',
+      '/api/v1/tokens',
+      { name, role, ...(team === undefined ? {} : { team }) },
+      admin,
+    );
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    return { authorization: `Bearer ${(created.body as { token: string }).token}` };
+  };
+  const own = await token('own', 'deployer', 'default');
+  const other = await token('other', 'deployer', 'risk');
+  const reader = await token('reader', 'reader');
+  const body = { endpoint: 'heart', name: 'teams', variants };
+
+  for (const headers of [other, reader]) {
+    const refused = await call(url, 'POST', '/api/v1/experiments', body, headers);
+    assert.equal(refused.status, 403, JSON.stringify(refused.body));
+    assert.equal(errorCode(refused), 'KILN_PERMISSION_DENIED');
+  }
+  const created = await call(url, 'POST', '/api/v1/experiments', body, own);
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const experiment = created.body as ExperimentRecord;
+  assert.equal(experiment.createdBy, 'token "own" (deployer, team default)');
+
+  const outcome = { outcomes: [{ metric: 'clicked', kind: 'rate', value: 1, user: 'u1' }] };
+  const outcomesPath = `/api/v1/experiments/${experiment.id}/outcomes`;
+  assert.equal((await call(url, 'POST', outcomesPath, outcome, other)).status, 403);
+  assert.equal((await call(url, 'POST', outcomesPath, outcome, own)).status, 200);
+  const report = await call(
+    url,
+    'GET',
+    `/api/v1/experiments/${experiment.id}/report`,
+    undefined,
+    reader,
+  );
+  assert.equal(report.status, 200, JSON.stringify(report.body));
+  const stopPath = `/api/v1/experiments/${experiment.id}/stop`;
+  assert.equal((await call(url, 'POST', stopPath, {}, other)).status, 403);
+  assert.equal((await call(url, 'POST', stopPath, {}, own)).status, 200);
+  assert.equal((await call(url, 'POST', '/api/v1/experiments', body)).status, 401);
 });
