@@ -754,6 +754,20 @@ test('a version the traffic runs cannot be deleted; one only kept as previous or
   assert.equal((await store.deleteVersion('iris', 3)).deletedAt !== null, true);
   clock.advance(10 * 60_000);
   assert.equal((await store.deleteVersion('iris', 2)).deletedAt !== null, true);
+  // The expired entry may still be written back (the reconciler drops it on its next pass):
+  // it names a deleted version, but runs nothing, so it is no reason to refuse a change.
+  const record = await store.updateEndpointTraffic('iris', {
+    warm: [{ model: 'iris', version: 2, until: '2026-01-01T00:10:00.000Z' }],
+    event: event('policy'),
+  });
+  assert.equal(record.warm.length, 1);
+  await assert.rejects(
+    store.updateEndpointTraffic('iris', {
+      warm: [{ model: 'iris', version: 2, until: '2026-01-01T00:30:00.000Z' }],
+      event: event('policy'),
+    }),
+    kilnCode('KILN_VERSION_NOT_FOUND'),
+  );
   await store.close();
 });
 

@@ -138,7 +138,8 @@ export class SqliteTrafficTables {
       ...(change.policy?.versions ?? []),
       ...(change.policy?.shadows ?? []),
       ...(change.staged ?? []),
-      ...(change.warm ?? []),
+      // A warm entry whose time is up runs nothing: its version may be gone meanwhile.
+      ...(change.warm ?? []).filter((w) => Date.parse(w.until) > this.clock.now()),
       ...(change.previous === undefined || change.previous === null ? [] : [change.previous]),
     ];
     const rollout = change.rollout;
