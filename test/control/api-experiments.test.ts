@@ -396,6 +396,22 @@ void test('an experiment end to end: split, sticky outcomes, textbook report, st
       ['experiment-start', 'does v2 help', 'token "(dev)" (admin)'],
     ],
   );
+  // Two starts at once: one runs, the other is told why not (never two running).
+  const racing = await Promise.all(
+    ['left', 'right'].map((name) =>
+      call(url, 'POST', '/api/v1/experiments', { endpoint: 'heart', name, variants }),
+    ),
+  );
+  assert.deepEqual(racing.map((r) => r.status).sort(), [201, 409]);
+  assert.equal(
+    errorCode(racing.find((r) => r.status === 409) ?? racing[0]!),
+    'KILN_EXPERIMENT_IN_PROGRESS',
+  );
+  const running = await store.listExperiments({ endpoint: 'heart', state: 'running' });
+  assert.equal(running.length, 1);
+  const winner = running[0]!;
+  assert.equal((await store.getEndpointTraffic('heart'))?.policy?.salt, winner.salt);
+  assert.equal((await call(url, 'POST', `/api/v1/experiments/${winner.id}/stop`, {})).status, 200);
   // A new experiment may start once the first is stopped, with a fresh salt.
   const next = await call(url, 'POST', '/api/v1/experiments', {
     endpoint: 'heart',
