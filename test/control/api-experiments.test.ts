@@ -465,6 +465,9 @@ void test('experiments are the endpoint team’s to run; reports are anyone’s 
   assert.equal(report.status, 200, JSON.stringify(report.body));
   const stopPath = `/api/v1/experiments/${experiment.id}/stop`;
   assert.equal((await call(url, 'POST', stopPath, {}, other)).status, 403);
-  assert.equal((await call(url, 'POST', stopPath, {}, own)).status, 200);
+  const badStop = await call(url, 'POST', stopPath, { reason: 5 }, own);
+  assert.equal(badStop.status, 400, JSON.stringify(badStop.body));
+  // No body at all is a stop without a reason.
+  assert.equal((await call(url, 'POST', stopPath, undefined, own)).status, 200);
   assert.equal((await call(url, 'POST', '/api/v1/experiments', body)).status, 401);
 });

@@ -41,12 +41,6 @@ const createBody = {
   },
 } as const;
 
-const stopBody = {
-  type: 'object',
-  additionalProperties: false,
-  properties: { reason: { type: 'string', maxLength: 1024 } },
-} as const;
-
 // Entries are checked by the service, all problems named with their index.
 const outcomesBody = {
   type: 'object',
@@ -131,13 +125,12 @@ export function registerExperimentRoutes(
     experiments.get(request.params.id),
   );
 
-  app.post<{ Params: { id: string }; Body: { reason?: string } | undefined }>(
+  // No body schema: a bare POST (no body at all) is a stop without a reason.
+  app.post<{ Params: { id: string }; Body: unknown }>(
     '/api/v1/experiments/:id/stop',
-    {
-      schema: { body: stopBody },
-      config: { access: teamAccess('stop experiments', experimentTeams) },
-    },
-    async (request) => experiments.stop(request.params.id, actorOf(request), request.body?.reason),
+    { config: { access: teamAccess('stop experiments', experimentTeams) } },
+    async (request) =>
+      experiments.stop(request.params.id, actorOf(request), reasonOf(request.body)),
   );
 
   app.post<{ Params: { id: string }; Body: { outcomes: OutcomeInput[] } }>(
@@ -180,4 +173,23 @@ export function reportOptions(query: ReportQuery): ReportOptions {
     mde,
     defaultMde,
   };
+}
+
+/** `{"reason"?: string}` or no body; anything else is a 400 naming it. */
+function reasonOf(body: unknown): string | undefined {
+  if (body === undefined || body === null) return undefined;
+  const fields =
+    typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : null;
+  const extra = fields === null ? [] : Object.keys(fields).filter((key) => key !== 'reason');
+  const reason = fields?.['reason'];
+  if (
+    fields === null ||
+    extra.length > 0 ||
+    (reason !== undefined && (typeof reason !== 'string' || reason.length > 1024))
+  ) {
+    throw kilnError('KILN_VALIDATION_FAILED', {
+      reason: 'a stop takes no body or {"reason": "at most 1024 characters"}',
+    });
+  }
+  return reason;
 }
