@@ -337,6 +337,7 @@ void test('an experiment end to end: split, sticky outcomes, textbook report, st
   assert.equal(rate.test, 'two-proportion-z');
   assertClose(rate.effect, aspirin.effect, 1e-6, 'effect');
   assertClose(rate.statistic, aspirin.z, 1e-5, 'z');
+  assertClose(rate.standardizedEffect, aspirin.cohenH, 1e-5, 'h');
   assertClose(rate.pValue, aspirin.pValue, 2e-3, 'p');
   assertClose(rate.interval[0], aspirin.interval[0], 1e-5, 'low');
   assertClose(rate.interval[1], aspirin.interval[1], 1e-5, 'high');
@@ -349,6 +350,7 @@ void test('an experiment end to end: split, sticky outcomes, textbook report, st
   assert.equal(mean.test, 'welch-t');
   assertClose(mean.effect, sleep.effect, 1e-12, 'effect');
   assertClose(mean.statistic, sleep.t, 5e-5, 't');
+  assertClose(mean.standardizedEffect, sleep.cohenD, 1e-5, 'd');
   assertClose(mean.degreesOfFreedom ?? NaN, sleep.degreesOfFreedom, 5e-5, 'df');
   assertClose(mean.pValue, sleep.pValue, 1e-4, 'p');
   assertClose(mean.interval[0], sleep.interval[0], 1e-6, 'low');

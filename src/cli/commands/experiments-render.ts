@@ -98,6 +98,7 @@ function metricText(report: ExperimentReport, metric: MetricReport): string {
       ...base,
       signed(comparison.effect),
       comparison.relativeLift === null ? '-' : `${signed(comparison.relativeLift * 100)}%`,
+      `${metric.kind === 'rate' ? 'h' : 'd'} ${signed(comparison.standardizedEffect)}`,
       `[${figure(comparison.interval[0])}, ${figure(comparison.interval[1])}]`,
       comparison.degreesOfFreedom === null
         ? `z ${figure(comparison.statistic)}`
@@ -118,6 +119,7 @@ function metricText(report: ExperimentReport, metric: MetricReport): string {
         { header: metric.kind === 'rate' ? 'rate' : 'mean', align: 'right' },
         'effect',
         'lift',
+        'std effect',
         confidence,
         'statistic',
         'p-value',

@@ -7,6 +7,8 @@
 //                              two-sided p-value (two-proportion-test.ts)
 //   mean metric                Welch's t-test: difference of means, t interval with the
 //                              Welch-Satterthwaite df, two-sided p-value (welch-test.ts)
+//   effect size                the difference (and lift) in the metric's unit, and
+//                              standardized: Cohen's h (rates) or d (means)
 //   sample size                per group, to detect the observed difference (or the
 //                              caller's minimum detectable effect) at `power`, level `alpha`
 //                              (required-sample-size.ts), and how many are still missing
@@ -107,6 +109,11 @@ export interface ComparisonResult {
   readonly effect: number;
   /** effect / controlValue; null when the control's value is 0. */
   readonly relativeLift: number | null;
+  /**
+   * The effect without its unit (Cohen 1988): rates h = 2 asin sqrt(p_v) - 2 asin sqrt(p_c),
+   * means d = effect / sqrt((s_c² + s_v²) / 2). Around 0.2 small, 0.5 medium, 0.8 large.
+   */
+  readonly standardizedEffect: number;
   /** The effect's 1 - alpha confidence interval. */
   readonly interval: readonly [low: number, high: number];
   /** z (rates) or t (means). */
@@ -277,6 +284,8 @@ function compare(
       variantValue: test.treatmentRate,
       effect: test.difference,
       relativeLift: test.relativeLift,
+      standardizedEffect:
+        2 * Math.asin(Math.sqrt(test.treatmentRate)) - 2 * Math.asin(Math.sqrt(test.controlRate)),
       interval: test.interval,
       statistic: test.z,
       degreesOfFreedom: null,
@@ -309,6 +318,9 @@ function compare(
     variantValue: test.treatmentMean,
     effect: test.difference,
     relativeLift: test.relativeLift,
+    // welchTest refused both variances 0, so the pooled deviation is > 0.
+    standardizedEffect:
+      test.difference / Math.sqrt((controlSummary.variance + variantSummary.variance) / 2),
     interval: test.interval,
     statistic: test.t,
     degreesOfFreedom: test.degreesOfFreedom,

@@ -81,6 +81,7 @@ void test('a rate metric matches the Physicians’ Health Study worked by hand',
   assertClose(c.variantValue, 104 / 11037, 1e-12, 'variant rate');
   assertClose(c.effect, aspirin.effect, 1e-6, 'effect');
   assertClose(c.statistic, aspirin.z, 1e-5, 'z');
+  assertClose(c.standardizedEffect, aspirin.cohenH, 1e-5, "Cohen's h");
   assertClose(c.pValue, aspirin.pValue, 2e-3, 'p-value');
   assertClose(c.interval[0], aspirin.interval[0], 1e-5, 'interval low');
   assertClose(c.interval[1], aspirin.interval[1], 1e-5, 'interval high');
@@ -116,6 +117,7 @@ void test('a mean metric matches R’s t.test on the sleep data, worked by hand'
   assertClose(c.variantValue, sleep.means[1], 1e-12, 'variant mean');
   assertClose(c.effect, sleep.effect, 1e-12, 'effect');
   assertClose(c.statistic, sleep.t, 5e-5, 't');
+  assertClose(c.standardizedEffect, sleep.cohenD, 1e-5, "Cohen's d");
   assertClose(c.degreesOfFreedom ?? NaN, sleep.degreesOfFreedom, 5e-5, 'df');
   assertClose(c.pValue, sleep.pValue, 1e-4, 'p-value');
   assertClose(c.interval[0], sleep.interval[0], 1e-6, 'interval low');
