@@ -9,6 +9,7 @@ import {
   defaultReportOptions,
   type ComparisonResult,
 } from '../../../src/control/traffic/experiment-report.ts';
+import { reportOptions } from '../../../src/control/api/routes-experiments.ts';
 import type { ExperimentRecord, OutcomeAggregate } from '../../../src/store/traffic-records.ts';
 import type { VersionObservations } from '../../../src/traffic/canary-analysis.ts';
 import { HistogramSketch } from '../../../src/traffic/histogram-sketch.ts';
@@ -228,4 +229,21 @@ void test('variants report their observed requests, share, errors and latency', 
       [0, null, null, null],
     ],
   );
+});
+
+void test('report options read alpha, power and the MDE for all metrics or per metric', () => {
+  assert.deepEqual(reportOptions({}), defaultReportOptions);
+  assert.deepEqual(reportOptions({ alpha: 0.01, power: 0.9, mde: '0.02' }), {
+    alpha: 0.01,
+    power: 0.9,
+    mde: {},
+    defaultMde: 0.02,
+  });
+  assert.deepEqual(reportOptions({ mde: 'converted=0.02, revenue=-1.5,0.1' }).mde, {
+    converted: 0.02,
+    revenue: -1.5,
+  });
+  for (const bad of ['0', 'x', 'converted=', '=1', 'a=b']) {
+    assert.throws(() => reportOptions({ mde: bad }), /mde: expected a non-zero number/, bad);
+  }
 });
