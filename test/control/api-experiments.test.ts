@@ -421,7 +421,16 @@ void test('an experiment end to end: split, sticky outcomes, textbook report, st
     variants,
   });
   assert.equal(next.status, 201);
-  assert.notEqual((next.body as ExperimentRecord).salt, experiment.salt);
+  const nextExperiment = next.body as ExperimentRecord;
+  assert.notEqual(nextExperiment.salt, experiment.salt);
+  // A rollback of the endpoint ends it too: the policy goes, the experiment is stopped.
+  const rollback = await call(url, 'POST', '/api/v1/endpoints/heart/rollback', { reason: 'bad' });
+  assert.equal(rollback.status, 200, JSON.stringify(rollback.body));
+  assert.equal((await store.getEndpointTraffic('heart'))?.policy, null);
+  const afterRollback = await call(url, 'GET', `/api/v1/experiments/${nextExperiment.id}`);
+  assert.equal((afterRollback.body as ExperimentRecord).state, 'stopped');
+  const stopAgain = await call(url, 'POST', `/api/v1/experiments/${nextExperiment.id}/stop`);
+  assert.equal(errorCode(stopAgain), 'KILN_EXPERIMENT_STOPPED');
 });
 
 void test('experiments are the endpoint team’s to run; reports are anyone’s to read', async () => {
