@@ -3,9 +3,10 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { collectVariant } from '../../src/cli/commands/experiments.ts';
+import { collectVariant, readOutcomes } from '../../src/cli/commands/experiments.ts';
 import { figure, reportText } from '../../src/cli/commands/experiments-render.ts';
 import type { ExperimentReport } from '../../src/control/traffic/experiment-report.ts';
 import type { ExperimentRecord } from '../../src/store/traffic-records.ts';
@@ -179,4 +180,25 @@ void test('figures keep four significant digits and never print NaN', () => {
   assert.match(text, /\nm:1 +50% +0 +- +0 +- +- +-\n/);
   assert.match(text, /no outcomes reported yet/);
   assert.ok(!text.includes('NaN'));
+});
+
+void test('an outcomes file is a JSON list, {"outcomes": [...]} (any layout) or one object per line', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'kiln-outcomes-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const a = { metric: 'm', kind: 'rate', value: 1, user: 'u1' };
+  const b = { metric: 'm', kind: 'rate', value: 0, variant: 'x:1' };
+  const files: Record<string, string> = {
+    'list.json': JSON.stringify([a, b], null, 2),
+    'wrapped.json': JSON.stringify({ outcomes: [a, b] }, null, 2),
+    'lines.jsonl': `${JSON.stringify(a)}\n\n${JSON.stringify(b)}\n`,
+  };
+  for (const [name, text] of Object.entries(files)) {
+    await writeFile(join(dir, name), text);
+    assert.deepEqual(await readOutcomes(join(dir, name)), [a, b], name);
+  }
+  await writeFile(join(dir, 'one.json'), JSON.stringify(a, null, 2));
+  assert.deepEqual(await readOutcomes(join(dir, 'one.json')), [a]);
+  await writeFile(join(dir, 'bad.json'), '{"metric": ');
+  await assert.rejects(readOutcomes(join(dir, 'bad.json')), /is not JSON/);
+  await assert.rejects(readOutcomes(join(dir, 'missing.json')), /no such file or directory/);
 });

@@ -270,7 +270,7 @@ function oneOutcome(options: {
 }
 
 /** A JSON list, `{"outcomes": [...]}`, or one JSON object per line; the platform checks each. */
-async function readOutcomes(file: string): Promise<OutcomeInput[]> {
+export async function readOutcomes(file: string): Promise<OutcomeInput[]> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
