@@ -12,6 +12,8 @@ import { registerModelRoutes } from './routes-models.ts';
 import { registerSystemRoutes } from './routes-system.ts';
 import { registerServingRoutes } from './routes-serving.ts';
 import { registerTrafficRoutes } from './routes-traffic.ts';
+import { registerExperimentRoutes } from './routes-experiments.ts';
+import { ExperimentService } from '../traffic/experiments.ts';
 import type { EndpointService } from '../endpoints.ts';
 import type { Reconciler } from '../reconciler.ts';
 
@@ -76,6 +78,14 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     const { endpoints, reconciler } = options.serving;
     registerServingRoutes(app, options.registry.store, endpoints, reconciler);
     registerTrafficRoutes(app, options.registry.store, endpoints.traffic);
+    const traffic = endpoints.traffic;
+    const experiments = new ExperimentService(
+      options.registry.store,
+      traffic,
+      traffic,
+      options.clock,
+    );
+    registerExperimentRoutes(app, options.registry.store, experiments);
   }
   registerModelRoutes(app, options.registry);
   // A stored blob may repair a replica failing on a damaged copy of it: retry that one now.
