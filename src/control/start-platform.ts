@@ -24,6 +24,9 @@ import { EndpointService } from './endpoints.ts';
 import { GatewayProcess } from './gateway-process.ts';
 import { lockHome } from './home-lock.ts';
 import { Reconciler } from './reconciler.ts';
+import { httpGoldenRunner } from './traffic/golden-check.ts';
+import { RolloutController, type ObservationSource } from './traffic/rollout-controller.ts';
+import { TrafficService } from './traffic/traffic-service.ts';
 
 export interface PlatformOptions {
   readonly home: string;
@@ -62,6 +65,7 @@ export interface RunningPlatform {
   readonly registry: Registry;
   readonly endpoints: EndpointService;
   readonly reconciler: Reconciler;
+  readonly rollouts: RolloutController;
   /** Names of the demo models registered at this start (empty unless `demo`). */
   readonly demoModels: readonly string[];
   close(): Promise<void>;
@@ -107,11 +111,27 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   });
   let gatewayUrl = '';
   const endpoints = new EndpointService(registry, reconciler, () => gatewayUrl, clock);
+  const traffic = new TrafficService(registry, reconciler, clock);
+  // Until the gateways' reports are merged (TrafficService.observationsSince): no data, so a
+  // canary step waits rather than guesses.
+  const observations: ObservationSource = {
+    observationsSince: () => Promise.resolve({ primary: new Map() }),
+  };
+  const rollouts = new RolloutController({
+    store,
+    traffic,
+    observations,
+    replicas: reconciler,
+    golden: httpGoldenRunner(),
+    clock,
+    log: (message) => process.stderr.write(`kiln: ${message}\n`),
+  });
   let demoModels: string[] = [];
   let app: FastifyInstance | undefined;
   let gateway: GatewayProcess | undefined;
   const closeAll = async (): Promise<void> => {
     try {
+      await rollouts.close();
       await gateway?.stop();
       await reconciler.close();
       await app?.close();
@@ -138,7 +158,9 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       clock,
       maxUploadBytes: options.maxUploadBytes ?? defaultMaxUploadBytes,
       logger: options.logger ?? false,
-      ...(apiOnly ? {} : { serving: { endpoints, reconciler, gatewayUrl: () => gatewayUrl } }),
+      ...(apiOnly
+        ? {}
+        : { serving: { endpoints, reconciler, rollouts, gatewayUrl: () => gatewayUrl } }),
     });
     await app.listen({ host: options.host, port: options.port });
     const address = app.server.address();
@@ -154,6 +176,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       await writeFile(`${controlUrlFile}.tmp`, `${url}\n`);
       await rename(`${controlUrlFile}.tmp`, controlUrlFile);
       reconciler.start();
+      // Carries on whatever rollout the last control plane on this home left active.
+      rollouts.start();
     }
     if (withGateway) {
       gateway = new GatewayProcess({
@@ -167,7 +191,16 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       gatewayUrl = (await gateway.adopt()) ?? (await gateway.start());
     }
     if (demoModels.length > 0) await deployDemoEndpoints(endpoints, home);
-    return { url, gatewayUrl, registry, endpoints, reconciler, demoModels, close: closeAll };
+    return {
+      url,
+      gatewayUrl,
+      registry,
+      endpoints,
+      reconciler,
+      rollouts,
+      demoModels,
+      close: closeAll,
+    };
   } catch (error) {
     await closeAll();
     throw error;
