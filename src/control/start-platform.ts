@@ -25,8 +25,8 @@ import { GatewayProcess } from './gateway-process.ts';
 import { lockHome } from './home-lock.ts';
 import { Reconciler } from './reconciler.ts';
 import { httpGoldenRunner } from './traffic/golden-check.ts';
-import { RolloutController, type ObservationSource } from './traffic/rollout-controller.ts';
-import { TrafficService } from './traffic/traffic-service.ts';
+import { RolloutController } from './traffic/rollout-controller.ts';
+import { TrafficService, trafficOptionsFromEnv } from './traffic/traffic-service.ts';
 
 export interface PlatformOptions {
   readonly home: string;
@@ -65,6 +65,9 @@ export interface RunningPlatform {
   readonly registry: Registry;
   readonly endpoints: EndpointService;
   readonly reconciler: Reconciler;
+  /** Traffic policies, rollback, history, the gateways' reports (issue 13). */
+  readonly traffic: TrafficService;
+  /** Canary and blue-green rollouts, driven from the store (issue 13). */
   readonly rollouts: RolloutController;
   /** Names of the demo models registered at this start (empty unless `demo`). */
   readonly demoModels: readonly string[];
@@ -76,6 +79,8 @@ export const defaultMaxUploadBytes = 16 * 1024 ** 3;
 export async function startPlatform(options: PlatformOptions): Promise<RunningPlatform> {
   const home = resolve(options.home);
   const clock = options.clock ?? systemClock;
+  // Before anything is opened: a bad setting refuses the start and leaves nothing held.
+  const trafficOptions = trafficOptionsFromEnv(process.env);
   await mkdir(home, { recursive: true });
   const apiOnly = options.apiOnly === true;
   const lock = apiOnly ? null : lockHome(home);
@@ -110,20 +115,16 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     gatewayAcks: options.gateway !== false && !apiOnly,
   });
   let gatewayUrl = '';
-  const endpoints = new EndpointService(registry, reconciler, () => gatewayUrl, clock);
-  const traffic = new TrafficService(registry, reconciler, clock);
-  // Until the gateways' reports are merged (TrafficService.observationsSince): no data, so a
-  // canary step waits rather than guesses.
-  const observations: ObservationSource = {
-    observationsSince: () => Promise.resolve({ primary: new Map() }),
-  };
+  const traffic = new TrafficService(registry, reconciler, clock, trafficOptions);
+  const endpoints = new EndpointService(registry, reconciler, () => gatewayUrl, clock, traffic);
   const rollouts = new RolloutController({
     store,
     traffic,
-    observations,
+    observations: traffic,
     replicas: reconciler,
     golden: httpGoldenRunner(),
     clock,
+    warmGraceMs: traffic.warmGraceMs,
     log: (message) => process.stderr.write(`kiln: ${message}\n`),
   });
   let demoModels: string[] = [];
@@ -197,6 +198,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       registry,
       endpoints,
       reconciler,
+      traffic,
       rollouts,
       demoModels,
       close: closeAll,

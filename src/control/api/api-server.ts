@@ -13,6 +13,7 @@ import { registerModelRoutes } from './routes-models.ts';
 import { registerRolloutRoutes } from './routes-rollouts.ts';
 import { registerSystemRoutes } from './routes-system.ts';
 import { registerServingRoutes } from './routes-serving.ts';
+import { registerTrafficRoutes } from './routes-traffic.ts';
 import type { EndpointService } from '../endpoints.ts';
 import type { Reconciler } from '../reconciler.ts';
 import type { RolloutController } from '../traffic/rollout-controller.ts';
@@ -78,6 +79,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
   if (options.serving !== undefined) {
     const { endpoints, reconciler } = options.serving;
     registerServingRoutes(app, options.registry.store, endpoints, reconciler);
+    registerTrafficRoutes(app, endpoints.traffic);
     const rollouts = options.serving.rollouts;
     if (rollouts !== undefined) registerRolloutRoutes(app, options.registry, rollouts);
   }
