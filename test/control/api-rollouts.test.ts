@@ -37,7 +37,7 @@ function problemFields(body: unknown): string[] {
 
 test('rollout API: start, the one-at-a-time rule, pause, resume, abort, and the history', async () => {
   const { url } = await platformWithEndpoint();
-  const start = await call(url, 'POST', '/api/v1/endpoints/e/rollouts', {
+  const start = await call(url, 'POST', '/api/v1/endpoints/e/rollout', {
     model: 'm',
     version: 2,
     steps: [1, 5, 25, 50, 100],
@@ -62,7 +62,7 @@ test('rollout API: start, the one-at-a-time rule, pause, resume, abort, and the 
   assert.equal(started.analysis, null);
   const id = started.rollout.id;
 
-  const again = await call(url, 'POST', '/api/v1/endpoints/e/rollouts', { model: 'm', version: 3 });
+  const again = await call(url, 'POST', '/api/v1/endpoints/e/rollout', { model: 'm', version: 3 });
   assert.equal(again.status, 409);
   assert.equal(errorCode(again), 'KILN_ROLLOUT_IN_PROGRESS');
   // A deploy (replace) waits for the rollout to finish too.
@@ -140,7 +140,7 @@ test('rollout API: start, the one-at-a-time rule, pause, resume, abort, and the 
 test('rollout API: bad steps and thresholds name each field; unknown versions, models, endpoints 404', async () => {
   const { url } = await platformWithEndpoint();
   const start = (body: unknown, endpoint = 'e') =>
-    call(url, 'POST', `/api/v1/endpoints/${endpoint}/rollouts`, body);
+    call(url, 'POST', `/api/v1/endpoints/${endpoint}/rollout`, body);
 
   const bad = await start({
     model: 'm',

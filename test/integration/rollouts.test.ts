@@ -87,7 +87,7 @@ test('blue-green: a golden set not reproduced rolls back untouched; one reproduc
     200,
   );
 
-  const wrong = await call(url, 'POST', '/api/v1/endpoints/e/rollouts', {
+  const wrong = await call(url, 'POST', '/api/v1/endpoints/e/rollout', {
     model: 'm',
     version: 3,
     strategy: 'blue-green',
@@ -106,7 +106,7 @@ test('blue-green: a golden set not reproduced rolls back untouched; one reproduc
   let endpoint = (await call(url, 'GET', '/api/v1/endpoints/e')).body as { version: number };
   assert.equal(endpoint.version, 1);
 
-  const right = await call(url, 'POST', '/api/v1/endpoints/e/rollouts', {
+  const right = await call(url, 'POST', '/api/v1/endpoints/e/rollout', {
     model: 'm',
     version: 2,
     strategy: 'blue-green',
@@ -162,7 +162,7 @@ test('a canary rollout survives a control-plane restart on the same home and car
       version: 1,
     });
     assert.equal(deployed.status, 201, JSON.stringify(deployed.body));
-    const start = await call(platform.url, 'POST', '/api/v1/endpoints/e/rollouts', {
+    const start = await call(platform.url, 'POST', '/api/v1/endpoints/e/rollout', {
       model: 'm',
       version: 2,
       steps: [50, 100],

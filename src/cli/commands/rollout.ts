@@ -3,7 +3,7 @@
 //
 //   kiln rollout start fraud --to fraud:3 --steps 1,5,25,50,100 --interval 2m \
 //        --max-error-rate 0.01 --max-p99-ms 50 --slice-key country --slice-path $.parameters.country
-//     ─► resolve --to to a version number (GET the version) ─► POST /endpoints/{e}/rollouts
+//     ─► resolve --to to a version number (GET the version) ─► POST /endpoints/{e}/rollout
 //     ─► print the rollout [--wait: poll until it has finished]
 
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -159,7 +159,7 @@ export async function startRollout(
 ): Promise<RolloutView> {
   const { model, version } = await resolveVersionNumber(client, to);
   return client.post<RolloutView>(
-    apiPath('endpoints', endpoint, 'rollouts'),
+    apiPath('endpoints', endpoint, 'rollout'),
     rolloutBody(model, version, strategy, flags),
   );
 }
