@@ -21,6 +21,7 @@ import { registerPolicyCommands } from './commands/policy.ts';
 import { registerPredictCommand } from './commands/predict.ts';
 import { registerRolloutCommands } from './commands/rollout.ts';
 import { registerTeamsCommands } from './commands/teams.ts';
+import { registerTrafficCommands } from './commands/traffic.ts';
 import { registerUpCommand } from './commands/up.ts';
 import { registerAuditCommand, registerTokensCommands } from './commands/tokens.ts';
 import { renderError } from './errors.ts';
@@ -64,6 +65,7 @@ export function buildProgram(): Command {
   registerDeployCommand(program);
   registerRolloutCommands(program);
   registerEndpointsCommands(program);
+  registerTrafficCommands(program);
   registerPredictCommand(program);
   registerKeysCommands(program);
   registerPolicyCommands(program);

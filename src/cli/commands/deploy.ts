@@ -37,6 +37,7 @@ import { withClient } from '../context.ts';
 import { CliError, usageError } from '../errors.ts';
 import { apiPath, type KilnClient } from '../http-client.ts';
 import { addLlmOptions, llmSettings, type LlmFlags } from './deploy-llm-flags.ts';
+import { parseDurationSeconds } from './tokens.ts';
 import { printJson, writeOut } from '../output.ts';
 import { deploySummary, notReadyReason, readinessText } from './endpoints-render.ts';
 import {
@@ -68,6 +69,8 @@ export interface DeployOptions extends LlmFlags, RolloutFlags {
   readonly batching?: boolean;
   readonly timeoutMs?: number;
   readonly maxConcurrency?: number;
+  /** ms the replaced version keeps running for an instant rollback (--warm-grace). */
+  readonly warmGrace?: number;
   readonly wait?: boolean;
   readonly timeoutS: number;
   readonly json?: boolean;
@@ -135,6 +138,11 @@ export function registerDeployCommand(program: Command): void {
       .default('replace'),
   );
   addRolloutOptions(addLlmOptions(deploy))
+    .option(
+      '--warm-grace <duration>',
+      "keep the replaced version running this long for an instant rollback, e.g. 30m, or 0 (default: the platform's, 10m)",
+      warmGraceOption,
+    )
     .option('--wait', 'wait until every replica is ready (a rollout: until it has finished)')
     .option('--timeout-s <seconds>', 'with --wait: give up after this long', integerOption(1), 120)
     .option('--json', 'print the endpoint as JSON')
@@ -183,10 +191,11 @@ async function deployByRollout(
   if (
     Object.keys(given.config).length > 0 ||
     given.replicas !== undefined ||
-    given.team !== undefined
+    given.team !== undefined ||
+    given.warmGraceMs !== undefined
   )
     throw usageError(
-      `serving settings (replicas, team, batching, threads …) do not combine with --strategy ${strategy}`,
+      `serving settings (replicas, team, batching, threads, warm grace …) do not combine with --strategy ${strategy}`,
       'change them with a plain `kiln deploy` (--strategy replace) first',
     );
   rolloutBody('m', 1, strategy, options); // usage errors before any call
@@ -311,6 +320,7 @@ export function deployBody(
       break;
   }
   if (options.team !== undefined) body.team = options.team;
+  if (options.warmGrace !== undefined) body.warmGraceMs = options.warmGrace;
   const config: EndpointConfig = body.config;
   const llm = llmSettings(options);
   if (options.threads !== undefined) {
@@ -398,4 +408,9 @@ function notReadyError(endpoint: Endpoint, timeoutS: number): CliError {
       hint: `see its replicas with \`kiln endpoints show ${endpoint.name}\`, or wait longer with --timeout-s`,
     },
   );
+}
+
+/** `--warm-grace`: `0` (none) or a duration like 90s, 30m, 2h → milliseconds. */
+export function warmGraceOption(text: string): number {
+  return text.trim() === '0' ? 0 : parseDurationSeconds(text) * 1000;
 }
