@@ -305,6 +305,15 @@ test('a warm version runs until its time, then stops and is dropped from the rec
       [1, ['warm'], until10],
     ],
   );
+  // Once a:2 has been fully ready, a crash of it never sends the traffic back to a:1.
+  backend.exit(launchesOf('a', 2)[0]!);
+  await reconciler.trigger();
+  assert.deepEqual([route()?.version, route()?.replicas.length], [2, 0]);
+  clock.advance(500);
+  await until(() => launchesOf('a', 2).length === 2, 'a:2 restarted');
+  backend.ready(launchesOf('a', 2)[1]!);
+  await until(() => route()?.replicas.length === 1, 'a:2 serves again');
+  assert.equal(route()?.version, 2);
   // A crash of the warm one is restarted like any other.
   backend.exit(launchesOf('a', 1)[0]!);
   clock.advance(500);
@@ -321,7 +330,7 @@ test('a warm version runs until its time, then stops and is dropped from the rec
   assert.equal(change?.event.actor, 'reconciler');
   assert.match(change?.event.reason ?? '', /a:1/);
   assert.equal(change?.expectRevision, 1);
-  assert.ok(!launchesOf('a', 2)[0]!.stopRequested);
+  assert.ok(!launchesOf('a', 2)[1]!.stopRequested);
 });
 
 test('a restarted control plane adopts the replicas of every version the endpoint runs', async (t) => {
