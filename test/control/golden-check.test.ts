@@ -52,6 +52,7 @@ test('outputs compare by name, element by element, within absolute + relative * 
 
 async function stubWorker(
   answer: (body: unknown) => { status: number; body: unknown } | null,
+  delayMs = 0,
 ): Promise<{ url: string; paths: string[]; server: Server }> {
   const paths: string[] = [];
   const server = createServer((request, response) => {
@@ -61,8 +62,10 @@ async function stubWorker(
       paths.push(request.url ?? '');
       const reply = answer(JSON.parse(text));
       if (reply === null) return; // hangs
-      response.writeHead(reply.status, { 'content-type': 'application/json' });
-      response.end(JSON.stringify(reply.body));
+      setTimeout(() => {
+        response.writeHead(reply.status, { 'content-type': 'application/json' });
+        response.end(JSON.stringify(reply.body));
+      }, delayMs);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -118,6 +121,23 @@ test('the runner posts each case to the replica and names the first that fails',
     const timedOut = await run(hung.url, 'ep', set);
     assert.equal(timedOut.ok, false);
     assert.match(timedOut.ok ? '' : timedOut.reason, /^case 2: no answer/);
+    // A replica slower than the whole set's budget fails it before the last case.
+    const budget = httpGoldenRunner({ timeoutMs: 5000, totalTimeoutMs: 20 });
+    const delayed = await stubWorker(
+      doubler((x) => ({ status: 200, body: { outputs: [{ name: 'y', data: [x * 2] }] } })),
+      40,
+    );
+    try {
+      const outcome = await budget(delayed.url, 'ep', set);
+      assert.equal(outcome.ok, false);
+      assert.match(
+        outcome.ok ? '' : outcome.reason,
+        /^case [12]: not reached, the set took longer than 0\.02 s$/,
+      );
+    } finally {
+      delayed.server.closeAllConnections();
+      delayed.server.close();
+    }
   } finally {
     for (const stub of [good, wrong, failing, hung]) {
       stub.server.closeAllConnections();
