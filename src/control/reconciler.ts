@@ -198,6 +198,8 @@ export class Reconciler {
    * other revision stands in for it, whatever crashes).
    */
   private readonly established = new Map<string, string>();
+  /** Failed writes dropping expired warm versions already reported (endpoint#revision). */
+  private readonly warmDropFailures = new Set<string>();
   /** The model and version each revision the last plan wanted is of (what a start launches). */
   private revisions = new Map<string, { readonly model: string; readonly version: number }>();
   private grants: readonly ApiKeyGrant[] = [];
@@ -444,6 +446,10 @@ export class Reconciler {
         this.traffic.set(name, updated);
       } catch (error) {
         if (error instanceof KilnError && error.code === 'KILN_TRAFFIC_CONFLICT') continue;
+        // Retried every pass; said once per record revision.
+        const said = `${name}#${record.revision}`;
+        if (this.warmDropFailures.has(said)) continue;
+        this.warmDropFailures.add(said);
         process.stderr.write(
           `reconciler: dropping expired warm versions of ${name}: ${String(error)}\n`,
         );
