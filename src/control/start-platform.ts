@@ -24,6 +24,8 @@ import { EndpointService } from './endpoints.ts';
 import { GatewayProcess } from './gateway-process.ts';
 import { lockHome } from './home-lock.ts';
 import { Reconciler } from './reconciler.ts';
+import { httpGoldenRunner } from './traffic/golden-check.ts';
+import { RolloutController } from './traffic/rollout-controller.ts';
 import { TrafficService, trafficOptionsFromEnv } from './traffic/traffic-service.ts';
 
 export interface PlatformOptions {
@@ -65,6 +67,8 @@ export interface RunningPlatform {
   readonly reconciler: Reconciler;
   /** Traffic policies, rollback, history, the gateways' reports (issue 13). */
   readonly traffic: TrafficService;
+  /** Canary and blue-green rollouts, driven from the store (issue 13). */
+  readonly rollouts: RolloutController;
   /** Names of the demo models registered at this start (empty unless `demo`). */
   readonly demoModels: readonly string[];
   close(): Promise<void>;
@@ -113,11 +117,22 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   let gatewayUrl = '';
   const traffic = new TrafficService(registry, reconciler, clock, trafficOptions);
   const endpoints = new EndpointService(registry, reconciler, () => gatewayUrl, clock, traffic);
+  const rollouts = new RolloutController({
+    store,
+    traffic,
+    observations: traffic,
+    replicas: reconciler,
+    golden: httpGoldenRunner(),
+    clock,
+    warmGraceMs: traffic.warmGraceMs,
+    log: (message) => process.stderr.write(`kiln: ${message}\n`),
+  });
   let demoModels: string[] = [];
   let app: FastifyInstance | undefined;
   let gateway: GatewayProcess | undefined;
   const closeAll = async (): Promise<void> => {
     try {
+      await rollouts.close();
       await gateway?.stop();
       await reconciler.close();
       await app?.close();
@@ -144,7 +159,9 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       clock,
       maxUploadBytes: options.maxUploadBytes ?? defaultMaxUploadBytes,
       logger: options.logger ?? false,
-      ...(apiOnly ? {} : { serving: { endpoints, reconciler, gatewayUrl: () => gatewayUrl } }),
+      ...(apiOnly
+        ? {}
+        : { serving: { endpoints, reconciler, rollouts, gatewayUrl: () => gatewayUrl } }),
     });
     await app.listen({ host: options.host, port: options.port });
     const address = app.server.address();
@@ -160,6 +177,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       await writeFile(`${controlUrlFile}.tmp`, `${url}\n`);
       await rename(`${controlUrlFile}.tmp`, controlUrlFile);
       reconciler.start();
+      // Carries on whatever rollout the last control plane on this home left active.
+      rollouts.start();
     }
     if (withGateway) {
       gateway = new GatewayProcess({
@@ -180,6 +199,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       endpoints,
       reconciler,
       traffic,
+      rollouts,
       demoModels,
       close: closeAll,
     };

@@ -8,7 +8,9 @@ import { installAccessControl } from './access-control.ts';
 import { installErrorHandling, installJsonParser } from './error-handler.ts';
 import { registerAccessRoutes } from './routes-access.ts';
 import { registerBlobRoutes } from './routes-blobs.ts';
+import { registerGoldenRoutes } from './routes-golden.ts';
 import { registerModelRoutes } from './routes-models.ts';
+import { registerRolloutRoutes } from './routes-rollouts.ts';
 import { registerSystemRoutes } from './routes-system.ts';
 import { registerServingRoutes } from './routes-serving.ts';
 import { registerTrafficRoutes } from './routes-traffic.ts';
@@ -16,6 +18,7 @@ import { registerExperimentRoutes } from './routes-experiments.ts';
 import { ExperimentService } from '../traffic/experiments.ts';
 import type { EndpointService } from '../endpoints.ts';
 import type { Reconciler } from '../reconciler.ts';
+import type { RolloutController } from '../traffic/rollout-controller.ts';
 
 export interface ApiServerOptions {
   readonly registry: Registry;
@@ -32,6 +35,7 @@ export interface ApiServerOptions {
     readonly endpoints: EndpointService;
     readonly reconciler: Reconciler;
     readonly gatewayUrl: () => string;
+    readonly rollouts?: RolloutController;
   };
 }
 
@@ -86,8 +90,11 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
       options.clock,
     );
     registerExperimentRoutes(app, options.registry.store, experiments);
+    const rollouts = options.serving.rollouts;
+    if (rollouts !== undefined) registerRolloutRoutes(app, options.registry, rollouts);
   }
   registerModelRoutes(app, options.registry);
+  registerGoldenRoutes(app, options.registry);
   // A stored blob may repair a replica failing on a damaged copy of it: retry that one now.
   const reconciler = options.serving?.reconciler;
   registerBlobRoutes(app, options.registry.artifacts, options.maxUploadBytes, (digest) =>
