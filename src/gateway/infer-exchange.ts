@@ -79,6 +79,9 @@ export interface ExchangeSettings extends UpstreamSettings {
 /** Largest answer held back to be sent in one write, in bytes. */
 const maxHeldResponseBytes = 256 * 1024;
 
+/** Largest streamed answer whose outputs are counted (traffic policies), in bytes. */
+const maxCountedAnswerBytes = 4 * 1024 * 1024;
+
 export class InferExchange
   extends UpstreamExchange<ExchangeSettings>
   implements Dispatcher.DispatchHandler, ChannelRequester
@@ -112,6 +115,9 @@ export class InferExchange
   private answeredBy: ReplicaState | null = null;
   /** A 200's v2 body, kept (policy endpoints only) to count its outputs once it is sent. */
   private answerBody: Buffer | null = null;
+  /** A streamed 200's chunks so far, kept as `answerBody` (policy endpoints; null: not kept). */
+  private answerChunks: Buffer[] | null = null;
+  private answerBytes = 0;
 
   constructor(
     settings: ExchangeSettings,
@@ -419,6 +425,7 @@ export class InferExchange
       this.heldHeaders = list;
     } else {
       this.res.writeHead(statusCode, list);
+      if (this.traffic !== null && statusCode === 200) this.answerChunks = [];
     }
   }
 
@@ -429,6 +436,13 @@ export class InferExchange
       return;
     }
     this.writeToClient(controller, chunk);
+    const kept = this.answerChunks;
+    if (kept !== null) {
+      // Outputs of a larger answer are not counted (it is let go, not parsed).
+      this.answerBytes += chunk.length;
+      if (this.answerBytes <= maxCountedAnswerBytes) kept.push(chunk);
+      else this.answerChunks = null;
+    }
   }
 
   onResponseEnd(): void {
@@ -437,6 +451,8 @@ export class InferExchange
     const held = this.heldHeaders;
     if (held === null) {
       this.res.end();
+      const kept = this.answerChunks;
+      if (kept !== null) this.answerBody = Buffer.concat(kept, this.answerBytes);
     } else if (this.form === 'v1') {
       const v2Body = Buffer.concat(this.heldChunks);
       if (this.traffic !== null && this.status === 200) this.answerBody = v2Body;
