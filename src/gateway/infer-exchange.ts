@@ -499,7 +499,7 @@ export class InferExchange
     if (this.traffic !== null && status === 200) this.answerBody = reply;
     const body = this.form === 'v1' ? this.v1Answer(status, reply) : reply;
     if (body === null) return;
-    const headers = this.ownHeaders();
+    const headers = this.baseHeaders();
     headers.push(
       'content-type',
       'application/json',
@@ -596,7 +596,14 @@ export class InferExchange
     this.finish(sendV2Error(this.res, code, params, headers));
   }
 
+  /** The headers of an answer the gateway writes itself: the version it was meant for. */
   private ownHeaders(): HeaderList {
+    const headers = this.baseHeaders();
+    headers.push('kiln-model-version', this.entry.versionText, 'kiln-model', this.entry.model);
+    return headers;
+  }
+
+  private baseHeaders(): HeaderList {
     return [
       'x-request-id',
       this.requestId,
@@ -604,10 +611,6 @@ export class InferExchange
       this.traceparent,
       'kiln-endpoint',
       this.entry.name,
-      'kiln-model-version',
-      this.entry.versionText,
-      'kiln-model',
-      this.entry.model,
     ];
   }
 }

@@ -135,32 +135,43 @@ test('counts per version and slice match what was sent: requests, 5xx errors, la
   assert.equal(control.headers[0]!.authorization, 'Bearer gateway-token');
 });
 
-test('the outputs counted are column 0 of the first numeric output, and no more than 256 per answer', async () => {
-  const control = await stubControlPlane();
-  const rows = 300;
-  const worker = await fakeWorker('ok', {
-    model_name: 'fraud',
-    outputs: [
-      { name: 'label', datatype: 'BYTES', shape: [rows], data: Array(rows).fill('a') },
+for (const channel of [false, true]) {
+  test(`the outputs counted are column 0 of the first numeric output, and no more than 256 per answer (${channel ? 'worker channel' : 'HTTP'})`, async () => {
+    const control = await stubControlPlane();
+    const rows = 300;
+    const worker = await fakeWorker(
+      'ok',
       {
-        name: 'scores',
-        datatype: 'FP32',
-        shape: [rows, 2],
-        data: Array.from({ length: rows }, (_, i) => [i + 1, -1]),
+        model_name: 'fraud',
+        outputs: [
+          { name: 'label', datatype: 'BYTES', shape: [rows], data: Array(rows).fill('a') },
+          {
+            name: 'scores',
+            datatype: 'FP32',
+            shape: [rows, 2],
+            data: Array.from({ length: rows }, (_, i) => [i + 1, -1]),
+          },
+        ],
       },
-    ],
+      200,
+      { channel },
+    );
+    const gateway = await testGateway(snapshot(1, [policyEndpoint([variant(worker, 3, 100)])]), {
+      more: { controlUrl: control.url, reportTraffic: true, trafficReportIntervalMs: 50 },
+    });
+    const reply = await infer(gateway.url);
+    assert.equal(reply.status, 200);
+    assert.equal(reply.headers.get('kiln-model'), 'fraud-model');
+    assert.equal(reply.headers.get('kiln-model-version'), '3');
+    assert.equal(worker.received.length, 1);
+    await control.waitFor((reports) => requestsCounted(reports) === 1);
+    const version = control.reports.flatMap((r) => r.endpoints)[0]!.versions[0]!;
+    const outputs = version.overall.outputs;
+    assert.equal(outputs.negative.length, 0, 'column 1 (all -1) is not counted');
+    const counted = outputs.positive.reduce((sum, [, n]) => sum + n, 0) + outputs.zeroCount;
+    assert.equal(counted, 256);
   });
-  const gateway = await testGateway(snapshot(1, [policyEndpoint([variant(worker, 3, 100)])]), {
-    more: { controlUrl: control.url, reportTraffic: true, trafficReportIntervalMs: 50 },
-  });
-  assert.equal((await infer(gateway.url)).status, 200);
-  await control.waitFor((reports) => requestsCounted(reports) === 1);
-  const version = control.reports.flatMap((r) => r.endpoints)[0]!.versions[0]!;
-  const outputs = version.overall.outputs;
-  assert.equal(outputs.negative.length, 0, 'column 1 (all -1) is not counted');
-  const counted = outputs.positive.reduce((sum, [, n]) => sum + n, 0) + outputs.zeroCount;
-  assert.equal(counted, 256);
-});
+}
 
 test('with the control plane down, reports are dropped and counted while every request is served', async () => {
   const worker = await fakeWorker();
