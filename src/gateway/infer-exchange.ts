@@ -54,13 +54,7 @@ import type { EndpointEntry } from './route-table.ts';
 import type { ShadowSender } from './shadow-sender.ts';
 import type { TrafficEntry } from './traffic-entry.ts';
 import { answerOutputs, outputColumn, type AnswerOutput } from './answer-outputs.ts';
-import { CALLER_KEY_HEADER, callerKey } from '../traffic/caller-key.ts';
-import { parseJsonLenient } from '../protocol/v2/lenient-json.ts';
-import {
-  maxOutputValuesPerAnswer,
-  maxSliceValueLength,
-  SLICE_HEADER,
-} from '../protocol/traffic/traffic-report.ts';
+import { maxOutputValuesPerAnswer } from '../protocol/traffic/traffic-report.ts';
 import {
   skippedResponseHeaders,
   UpstreamExchange,
@@ -214,34 +208,12 @@ export class InferExchange
     this.checkAndSend(body);
   }
 
-  /**
-   * Places the request in `traffic`'s split: its bucket by caller key (the `kiln-user`
-   * header, else the policy's key path in the body; none: a random draw) and its slice
-   * value (the `kiln-slice` header, else the slice path). The body is parsed only when a
-   * path is needed; one that does not parse has neither (its check answers 400).
-   */
+  /** Places the request in `traffic`'s split (traffic-entry.ts: caller key and slice). */
   private pick(traffic: TrafficEntry<EndpointEntry>, body: Buffer): void {
-    const headers = this.req.headers;
-    const keySource = traffic.keySource;
-    const sliceSource = traffic.sliceSource;
-    let key = callerKey(keySource, headers[CALLER_KEY_HEADER], undefined);
-    let slice =
-      sliceSource === null ? null : callerKey(sliceSource, headers[SLICE_HEADER], undefined);
-    const keyFromBody = key === null && keySource.segments.length > 0;
-    const sliceFromBody = slice === null && sliceSource !== null && sliceSource.segments.length > 0;
-    if (keyFromBody || sliceFromBody) {
-      const parsed = parseJsonLenient(body);
-      if (parsed.ok) {
-        if (keyFromBody) key = callerKey(keySource, undefined, parsed.value);
-        if (sliceFromBody) slice = callerKey(sliceSource, undefined, parsed.value);
-      }
-    }
+    const placement = traffic.place(this.req.headers, body);
     this.traffic = traffic;
-    this.trafficBucket = traffic.split.bucketOf(key);
-    this.slice =
-      slice !== null && slice.length > maxSliceValueLength
-        ? slice.slice(0, maxSliceValueLength)
-        : slice;
+    this.trafficBucket = placement.bucket;
+    this.slice = placement.slice;
   }
 
   /** Checks the body under `entry` (decoding or rewriting it as needed) and sends it. */

@@ -7,7 +7,9 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { createRandom } from '../../src/core/random.ts';
 import { compileTrafficSplit, type TrafficSplit } from '../../src/traffic/traffic-split.ts';
+import { fakeLlmWorker } from './fake-llm-worker.ts';
 import {
+  call,
   endpointRoute,
   fakeWorker,
   infer,
@@ -17,7 +19,14 @@ import {
   validRequest,
   type Reply,
 } from './gateway-harness.ts';
-import { answerOf, policyEndpoint, variant } from './traffic-harness.ts';
+import {
+  answerOf,
+  policyEndpoint,
+  requestsCounted,
+  stubControlPlane,
+  totals,
+  variant,
+} from './traffic-harness.ts';
 
 /** The split the control plane would compile for the same policy (experiment attribution). */
 function splitFor(salt: string, weights: readonly [number, number][]): TrafficSplit {
@@ -233,3 +242,71 @@ async function waitUntilRead(url: string): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
+
+test('an hf-llm endpoint with a policy: OpenAI requests go to the variant of their caller key (the `user` field or kiln-user), answers name it, and are counted', async () => {
+  const control = await stubControlPlane();
+  const stable = await fakeLlmWorker('stable');
+  const canary = await fakeLlmWorker('canary');
+  const llmVariant = (worker: { url: string }, version: number, weight: number) => ({
+    model: 'chat-model',
+    version,
+    weight,
+    format: 'hf-llm' as const,
+    schema: null,
+    replicas: [{ ...replicaRoute(worker, `llm-v${version}`, version), model: 'chat-model' }],
+  });
+  const variants = [llmVariant(stable, 1, 50), llmVariant(canary, 2, 50)];
+  const gateway = await testGateway(
+    snapshot(1, [
+      endpointRoute({
+        name: 'chat',
+        model: 'chat-model',
+        version: 1,
+        format: 'hf-llm',
+        schema: null,
+        replicas: variants[0]!.replicas,
+        traffic: {
+          salt: 'llm-exp',
+          keyPath: '$.user',
+          sliceKey: null,
+          slicePath: null,
+          variants,
+          shadows: [],
+        },
+      }),
+    ]),
+    { more: { controlUrl: control.url, reportTraffic: true, trafficReportIntervalMs: 50 } },
+  );
+  const compiled = compileTrafficSplit({
+    endpoint: 'chat',
+    salt: 'llm-exp',
+    versions: [
+      { model: 'chat-model', version: 1, weight: 50 },
+      { model: 'chat-model', version: 2, weight: 50 },
+    ],
+  });
+  assert.ok(compiled.ok);
+  const n = 30;
+  for (let i = 0; i < n; i++) {
+    const user = `person-${i}`;
+    const body = JSON.stringify({
+      model: 'chat',
+      messages: [{ role: 'user', content: 'hi' }],
+      ...(i % 2 === 0 ? { user } : {}),
+    });
+    const headers: Record<string, string> = i % 2 === 0 ? {} : { 'kiln-user': user };
+    const reply = await call(gateway.url, 'POST', '/v1/chat/completions', body, headers);
+    assert.equal(reply.status, 200);
+    const expected = compiled.split.pick(user).version;
+    assert.equal(reply.headers.get('kiln-model-version'), String(expected), user);
+    assert.equal(reply.headers.get('kiln-model'), 'chat-model');
+    const text = (reply.json as { choices: { message: { content: string } }[] }).choices[0]!.message
+      .content;
+    assert.equal(text, expected === 1 ? 'from stable' : 'from canary');
+  }
+  await control.waitFor((reports) => requestsCounted(reports, 'chat') === n);
+  assert.equal(
+    totals(control.reports, 'chat').get('chat-model:2')?.requests,
+    canary.received.length,
+  );
+});
