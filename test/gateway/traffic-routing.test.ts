@@ -297,7 +297,7 @@ test('an hf-llm endpoint with a policy: OpenAI requests go to the variant of the
     const headers: Record<string, string> = i % 2 === 0 ? {} : { 'kiln-user': user };
     const reply = await call(gateway.url, 'POST', '/v1/chat/completions', body, headers);
     assert.equal(reply.status, 200);
-    const expected = compiled.split.pick(user).version;
+    const expected: number = compiled.split.pick(user).version;
     assert.equal(reply.headers.get('kiln-model-version'), String(expected), user);
     assert.equal(reply.headers.get('kiln-model'), 'chat-model');
     const text = (reply.json as { choices: { message: { content: string } }[] }).choices[0]!.message
