@@ -180,9 +180,16 @@ export interface Store {
    * the endpoint's stable version, the rollout's or experiment's record, and the history event.
    * Refused: the endpoint does not exist (KILN_ENDPOINT_NOT_FOUND), `expectRevision` is not the
    * stored revision (KILN_TRAFFIC_CONFLICT), a rollout created while another is active on the
-   * endpoint (KILN_ROLLOUT_IN_PROGRESS), a rollout or experiment id that does not exist
-   * (KILN_ROLLOUT_NOT_FOUND, KILN_EXPERIMENT_NOT_FOUND). Deleting an endpoint deletes its
-   * traffic record (its history, rollouts and experiments stay).
+   * endpoint or an experiment created while a rollout is (KILN_ROLLOUT_IN_PROGRESS), an
+   * experiment or a rollout created while an experiment runs (KILN_EXPERIMENT_IN_PROGRESS), a
+   * rollout or experiment id that does not exist or is another endpoint's
+   * (KILN_ROLLOUT_NOT_FOUND, KILN_EXPERIMENT_NOT_FOUND), an experiment stopped twice
+   * (KILN_EXPERIMENT_STOPPED), a version the change starts naming (or the new stable one) that
+   * does not exist or is deleted (KILN_VERSION_NOT_FOUND). A refused change writes nothing.
+   * Deleting an endpoint deletes its traffic record, aborts its active rollout and stops its
+   * running experiment (its history, rollouts and experiments stay). A version the traffic
+   * runs (policy, shadow, staged, unexpired warm) or an active rollout or running experiment
+   * names cannot be deleted (KILN_VERSION_IN_USE).
    */
   updateEndpointTraffic(endpoint: string, change: TrafficChange): Promise<EndpointTrafficRecord>;
   /** A history event with no traffic change (a rollout's step analysis, a failed blue-green). */

@@ -52,6 +52,7 @@ test('opens in WAL mode with foreign keys and records applied migrations; reopen
     { version: 2, name: 'endpoints-and-api-keys' },
     { version: 3, name: 'team-limits' },
     { version: 4, name: 'control-tokens-and-audit' },
+    { version: 5, name: 'traffic-management' },
   ]);
   db.close();
 });

@@ -160,4 +160,110 @@ export const sqliteMigrations: readonly Migration[] = [
       CREATE INDEX audit_log_at ON audit_log(at);
     `,
   },
+  {
+    version: 5,
+    name: 'traffic-management',
+    sql: `
+      -- per endpoint: the split in force and what rollback needs; goes with its endpoint
+      CREATE TABLE endpoint_traffic (
+        endpoint      TEXT PRIMARY KEY REFERENCES endpoints(name) ON DELETE CASCADE,
+        policy_json   TEXT,           -- TrafficPolicy; NULL: the stable version takes all
+        previous_json TEXT,           -- VersionRef a rollback returns to
+        warm_json     TEXT NOT NULL,  -- WarmVersion[]
+        staged_json   TEXT NOT NULL,  -- VersionRef[]
+        revision      INTEGER NOT NULL CHECK (revision >= 1),
+        updated_at    TEXT NOT NULL
+      );
+
+      -- history of every traffic change; append-only, kept after the endpoint is deleted
+      CREATE TABLE traffic_events (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        endpoint    TEXT NOT NULL,
+        at          TEXT NOT NULL,
+        actor       TEXT NOT NULL,
+        action      TEXT NOT NULL,
+        reason      TEXT NOT NULL,
+        detail_json TEXT NOT NULL
+      );
+      CREATE INDEX traffic_events_endpoint ON traffic_events(endpoint, id);
+
+      CREATE TABLE rollouts (
+        id                 TEXT PRIMARY KEY,
+        endpoint           TEXT NOT NULL,
+        strategy           TEXT NOT NULL CHECK (strategy IN ('canary', 'blue-green')),
+        baseline_model     TEXT NOT NULL,
+        baseline_version   INTEGER NOT NULL,
+        canary_model       TEXT NOT NULL,
+        canary_version     INTEGER NOT NULL,
+        steps_json         TEXT NOT NULL,
+        step_index         INTEGER NOT NULL,
+        interval_ms        INTEGER NOT NULL,
+        thresholds_json    TEXT NOT NULL,
+        slice_key          TEXT,
+        slice_path         TEXT,
+        state              TEXT NOT NULL CHECK (state IN
+          ('starting', 'running', 'paused', 'succeeded', 'rolled-back', 'aborted')),
+        step_started_at    TEXT,
+        paused_at          TEXT,
+        reason             TEXT,
+        last_analysis_json TEXT NOT NULL,
+        created_by         TEXT NOT NULL,
+        created_at         TEXT NOT NULL,
+        updated_at         TEXT NOT NULL,
+        finished_at        TEXT
+      );
+      -- at most one active rollout per endpoint, whichever process writes
+      CREATE UNIQUE INDEX rollouts_one_active ON rollouts(endpoint)
+        WHERE state IN ('starting', 'running', 'paused');
+      CREATE INDEX rollouts_endpoint ON rollouts(endpoint, created_at);
+
+      CREATE TABLE experiments (
+        id            TEXT PRIMARY KEY,
+        endpoint      TEXT NOT NULL,
+        name          TEXT NOT NULL,
+        variants_json TEXT NOT NULL,
+        salt          TEXT NOT NULL,
+        key_path      TEXT,
+        state         TEXT NOT NULL CHECK (state IN ('running', 'stopped')),
+        created_by    TEXT NOT NULL,
+        created_at    TEXT NOT NULL,
+        stopped_at    TEXT
+      );
+      -- at most one running experiment per endpoint
+      CREATE UNIQUE INDEX experiments_one_running ON experiments(endpoint)
+        WHERE state = 'running';
+      CREATE INDEX experiments_endpoint ON experiments(endpoint, created_at);
+
+      -- caller-reported outcomes, merged per (variant, metric); a metric keeps its kind
+      CREATE TABLE experiment_outcomes (
+        experiment_id TEXT NOT NULL REFERENCES experiments(id),
+        variant       TEXT NOT NULL,
+        metric        TEXT NOT NULL,
+        kind          TEXT NOT NULL CHECK (kind IN ('rate', 'mean')),
+        moments_json  TEXT NOT NULL,
+        updated_at    TEXT NOT NULL,
+        PRIMARY KEY (experiment_id, variant, metric)
+      );
+
+      -- gateway reports merged into 10 s buckets (bucket_ms: epoch ms, a multiple of 10 000)
+      CREATE TABLE traffic_observations (
+        endpoint  TEXT NOT NULL,
+        bucket_ms INTEGER NOT NULL,
+        kind      TEXT NOT NULL CHECK (kind IN ('primary', 'shadow')),
+        model     TEXT NOT NULL,
+        version   INTEGER NOT NULL,
+        slice     TEXT NOT NULL,
+        data_json TEXT NOT NULL,
+        PRIMARY KEY (endpoint, bucket_ms, kind, model, version, slice)
+      );
+      CREATE INDEX traffic_observations_bucket ON traffic_observations(bucket_ms);
+
+      CREATE TABLE golden_sets (
+        version_id     INTEGER PRIMARY KEY REFERENCES model_versions(id),
+        tolerance_json TEXT NOT NULL,
+        cases_json     TEXT NOT NULL,
+        created_at     TEXT NOT NULL
+      );
+    `,
+  },
 ];

@@ -30,6 +30,8 @@ import { SqliteServingTables, endpointsServing } from './sqlite-serving.ts';
 import { SqliteSigningTables } from './sqlite-signing.ts';
 import { SqliteTeamLimitTables } from './sqlite-team-limits.ts';
 import { SqliteAccessTables } from './sqlite-access.ts';
+import { SqliteTrafficTables } from './sqlite-traffic.ts';
+import { SqliteTrafficDataTables } from './sqlite-traffic-data.ts';
 import type { AuditRecord, NewAuditRecord, NewToken, TokenRecord } from '../access-records.ts';
 import type {
   EndpointTrafficRecord,
@@ -81,6 +83,8 @@ export class SqliteStore implements Store {
   private readonly signing: SqliteSigningTables;
   private readonly teamLimits: SqliteTeamLimitTables;
   private readonly access: SqliteAccessTables;
+  private readonly traffic: SqliteTrafficTables;
+  private readonly trafficData: SqliteTrafficDataTables;
 
   private constructor(db: Database.Database, clock: Clock) {
     this.db = db;
@@ -89,6 +93,8 @@ export class SqliteStore implements Store {
     this.signing = new SqliteSigningTables(db, clock);
     this.teamLimits = new SqliteTeamLimitTables(db, clock);
     this.access = new SqliteAccessTables(db, clock);
+    this.traffic = new SqliteTrafficTables(db, clock);
+    this.trafficData = new SqliteTrafficDataTables(db, clock);
   }
 
   static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
@@ -384,6 +390,7 @@ export class SqliteStore implements Store {
       const users = [
         ...this.aliasesOf(row.id).map((a) => `alias ${a}`),
         ...endpointsServing(this.db, row.id).map((e) => `endpoint ${e}`),
+        ...this.traffic.versionUsers(model, version),
       ];
       if (users.length > 0) {
         throw kilnError(
@@ -573,7 +580,13 @@ export class SqliteStore implements Store {
   }
 
   deleteEndpoint(name: string, options: EndpointWriteOptions = {}): Promise<EndpointRecord | null> {
-    return this.run(() => this.serving.deleteEndpoint(name, options));
+    // The serving delete nests as a savepoint; its traffic state goes in the same transaction.
+    const remove = this.db.transaction((): EndpointRecord | null => {
+      const removed = this.serving.deleteEndpoint(name, options);
+      if (removed !== null) this.traffic.endpointDeleted(name);
+      return removed;
+    });
+    return this.run(() => remove.immediate());
   }
 
   addApiKey(key: Omit<ApiKeyRecord, 'createdAt'>): Promise<ApiKeyRecord> {
@@ -631,80 +644,85 @@ export class SqliteStore implements Store {
   ): Promise<Page<AuditRecord>> {
     return this.run(() => this.access.listAudit(request));
   }
-  // --- traffic management: not implemented yet (issue 13, in progress) -----------------
+  // ---------------------------------------------------------------- traffic management
 
-  private notYet(what: string): Promise<never> {
-    return Promise.reject(kilnError('KILN_INTERNAL', { reason: `${what} is not implemented yet` }));
-  }
-
-  getEndpointTraffic(_endpoint: string): Promise<EndpointTrafficRecord | null> {
-    return Promise.resolve(null);
+  getEndpointTraffic(endpoint: string): Promise<EndpointTrafficRecord | null> {
+    return this.run(() => this.traffic.get(endpoint));
   }
 
   listEndpointTraffic(): Promise<readonly EndpointTrafficRecord[]> {
-    return Promise.resolve([]);
+    return this.run(() => this.traffic.list());
   }
 
-  updateEndpointTraffic(_endpoint: string, _change: TrafficChange): Promise<EndpointTrafficRecord> {
-    return this.notYet('updateEndpointTraffic');
+  updateEndpointTraffic(endpoint: string, change: TrafficChange): Promise<EndpointTrafficRecord> {
+    return this.run(() => this.traffic.update(endpoint, change));
   }
 
-  appendTrafficEvent(_event: NewTrafficEvent): Promise<TrafficEvent> {
-    return this.notYet('appendTrafficEvent');
+  appendTrafficEvent(event: NewTrafficEvent): Promise<TrafficEvent> {
+    return this.run(() => this.traffic.appendEvent(event));
   }
 
-  listTrafficEvents(_endpoint: string, _request: PageRequest): Promise<Page<TrafficEvent>> {
-    return this.notYet('listTrafficEvents');
+  listTrafficEvents(
+    endpoint: string,
+    request: PageRequest & { readonly since?: string | undefined },
+  ): Promise<Page<TrafficEvent>> {
+    return this.run(() => this.traffic.listEvents(endpoint, request));
   }
 
-  getRollout(_id: string): Promise<RolloutRecord | null> {
-    return Promise.resolve(null);
+  getRollout(id: string): Promise<RolloutRecord | null> {
+    return this.run(() => this.traffic.getRollout(id));
   }
 
-  getActiveRollout(_endpoint: string): Promise<RolloutRecord | null> {
-    return Promise.resolve(null);
+  getActiveRollout(endpoint: string): Promise<RolloutRecord | null> {
+    return this.run(() => this.traffic.getActiveRollout(endpoint));
   }
 
-  listRollouts(_query: { readonly endpoint?: string }): Promise<readonly RolloutRecord[]> {
-    return Promise.resolve([]);
+  listRollouts(query: {
+    readonly endpoint?: string;
+    readonly active?: boolean;
+  }): Promise<readonly RolloutRecord[]> {
+    return this.run(() => this.traffic.listRollouts(query));
   }
 
-  getExperiment(_id: string): Promise<ExperimentRecord | null> {
-    return Promise.resolve(null);
+  getExperiment(id: string): Promise<ExperimentRecord | null> {
+    return this.run(() => this.traffic.getExperiment(id));
   }
 
-  listExperiments(_query: { readonly endpoint?: string }): Promise<readonly ExperimentRecord[]> {
-    return Promise.resolve([]);
+  listExperiments(query: {
+    readonly endpoint?: string;
+    readonly state?: ExperimentRecord['state'];
+  }): Promise<readonly ExperimentRecord[]> {
+    return this.run(() => this.traffic.listExperiments(query));
   }
 
-  addOutcomes(_experimentId: string, _entries: readonly OutcomeEntry[]): Promise<void> {
-    return this.notYet('addOutcomes');
+  addOutcomes(experimentId: string, entries: readonly OutcomeEntry[]): Promise<void> {
+    return this.run(() => this.trafficData.addOutcomes(experimentId, entries));
   }
 
-  listOutcomes(_experimentId: string): Promise<readonly OutcomeAggregate[]> {
-    return Promise.resolve([]);
+  listOutcomes(experimentId: string): Promise<readonly OutcomeAggregate[]> {
+    return this.run(() => this.trafficData.listOutcomes(experimentId));
   }
 
   mergeObservations(
-    _deltas: readonly ObservationDelta[],
-    _merge: (existing: unknown, delta: unknown) => unknown,
+    deltas: readonly ObservationDelta[],
+    merge: (existing: unknown, delta: unknown) => unknown,
   ): Promise<void> {
-    return this.notYet('mergeObservations');
+    return this.run(() => this.trafficData.mergeObservations(deltas, merge));
   }
 
-  listObservations(_query: ObservationQuery): Promise<readonly ObservationRow[]> {
-    return Promise.resolve([]);
+  listObservations(query: ObservationQuery): Promise<readonly ObservationRow[]> {
+    return this.run(() => this.trafficData.listObservations(query));
   }
 
-  pruneObservations(_before: string): Promise<number> {
-    return Promise.resolve(0);
+  pruneObservations(before: string): Promise<number> {
+    return this.run(() => this.trafficData.pruneObservations(before));
   }
 
-  setGoldenSet(_golden: Omit<GoldenSet, 'createdAt'>): Promise<GoldenSet> {
-    return this.notYet('setGoldenSet');
+  setGoldenSet(golden: Omit<GoldenSet, 'createdAt'>): Promise<GoldenSet> {
+    return this.run(() => this.trafficData.setGoldenSet(golden));
   }
 
-  getGoldenSet(_model: string, _version: number): Promise<GoldenSet | null> {
-    return Promise.resolve(null);
+  getGoldenSet(model: string, version: number): Promise<GoldenSet | null> {
+    return this.run(() => this.trafficData.getGoldenSet(model, version));
   }
 }
