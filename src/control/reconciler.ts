@@ -2,18 +2,24 @@
 // and publishes the routing snapshot the gateway serves from. Decisions come from
 // planReplicas (pure); this class observes, executes, and records what happened.
 //
-//   store (endpoints, api keys) ─┐
-//                                ├─► planReplicas ─► backend.start / stop
-//   replica events (backend) ────┘         │
-//                                          └─► RoutingTable.publish (ready replicas only)
+//   store (endpoints, traffic, api keys) ─┐
+//                                         ├─► planReplicas ─► backend.start / stop
+//   replica events (backend) ─────────────┘         │
+//                                                   └─► RoutingTable.publish (endpointRoute:
+//                                                       ready replicas only, per version)
+//
+// With traffic management an endpoint runs several revisions at once (endpoint-route.ts:
+// stable, policy variants, shadows, staged, warm until their time); the store's traffic
+// records are read each pass, and a warm version whose time is up is dropped from its record
+// here (history: `warm-expired` by `reconciler`) as its replicas are stopped.
 
-import { channelPath } from '../protocol/channel/frames.ts';
 import { KilnError } from '../core/errors.ts';
 import type { Clock } from '../core/clock.ts';
 import type { ModelSchema } from '../core/tensor.ts';
 import type { Registry } from '../registry/registry.ts';
 import type { Store } from '../store/store.ts';
 import type { EndpointRecord } from '../store/serving-records.ts';
+import { versionKey, type EndpointTrafficRecord } from '../store/traffic-records.ts';
 import type {
   ApiKeyGrant,
   EndpointRoute,
@@ -31,10 +37,35 @@ import {
   type ReplicaState,
 } from './replica-plan.ts';
 import { RoutingTable } from './routing-table.ts';
-import { derivedMaxConcurrency, replicaBound } from '../gateway/admission-bound.ts';
-import { llmReplicaBound, workerRevision, workerServingSettings } from './serving-defaults.ts';
+import { workerRevision, workerServingSettings } from './serving-defaults.ts';
+import {
+  defaultMaxBodyBytes,
+  endpointRoute,
+  endpointVersions,
+  expiredWarm,
+  keptRevisions,
+  type VersionFacts,
+  type VersionRole,
+} from './endpoint-route.ts';
 
-export const defaultMaxBodyBytes = 32 * 1024 * 1024;
+export { defaultMaxBodyBytes };
+
+/** One version an endpoint runs, as `kiln endpoints show` lists them. */
+export interface VersionStatus {
+  readonly model: string;
+  readonly version: number;
+  /** Why it runs (endpoint-route.ts); empty: on its way out (replaced, dropped, expired). */
+  readonly roles: readonly VersionRole[];
+  /** Percent of the traffic it takes by policy (100: stable without policy); null: none. */
+  readonly weight: number | null;
+  /** A shadow's share of requests copied to it. */
+  readonly sampleRate: number | null;
+  /** A warm version: kept until then (ISO 8601). */
+  readonly warmUntil: string | null;
+  readonly readyReplicas: number;
+  /** Its replicas not stopping, in any other state. */
+  readonly replicas: number;
+}
 
 export interface ReplicaStatus {
   readonly id: string;
@@ -159,6 +190,10 @@ export class Reconciler {
   /** Feature names a ready worker reported, by model@version (tree models that have them). */
   private readonly reportedFeatureNames = new Map<string, readonly string[] | null>();
   private endpoints: readonly EndpointRecord[] = [];
+  /** The traffic records read last pass, by endpoint (none: stable only). */
+  private traffic = new Map<string, EndpointTrafficRecord>();
+  /** The model and version each revision the last plan wanted is of (what a start launches). */
+  private revisions = new Map<string, { readonly model: string; readonly version: number }>();
   private grants: readonly ApiKeyGrant[] = [];
   private teamLimits: readonly TeamLimit[] = [];
   private declaredSchemas = new Map<string, ModelSchema | null>();
@@ -346,25 +381,68 @@ export class Reconciler {
       team: k.team,
       endpoint: k.endpoint,
     }));
-    for (const endpoint of this.endpoints)
-      await this.learnVersion(endpoint.model, endpoint.version);
+    this.traffic = new Map((await store.listEndpointTraffic()).map((t) => [t.endpoint, t]));
+    await this.dropExpiredWarm();
+    this.revisions = new Map();
+    const desired = this.endpoints.map((e) => {
+      const versions = endpointVersions(e, this.traffic.get(e.name) ?? null);
+      for (const v of versions) this.revisions.set(v.revision, v);
+      const kept = keptRevisions(versions);
+      return {
+        name: e.name,
+        version: e.version,
+        revision: workerRevision(e),
+        replicas: e.replicas,
+        ...(kept.length === 0 ? {} : { kept }),
+        versions,
+      };
+    });
+    for (const { versions } of desired)
+      for (const v of versions) await this.learnVersion(v.model, v.version);
     // And what the replicas serve: one adopted from a platform before may serve a version no
     // endpoint names any more (redeployed meanwhile), routed until its successor is ready.
     for (const replica of this.replicas.values())
       await this.learnVersion(replica.model, replica.version);
     this.stopHungStarts();
     const actions = planReplicas(
-      this.endpoints.map((e) => ({
-        name: e.name,
-        version: e.version,
-        revision: workerRevision(e),
-        replicas: e.replicas,
-      })),
+      desired.map(({ versions: _routing, ...plan }) => plan),
       [...this.replicas.values()],
       this.options.clock.now(),
     );
     for (const action of actions) await this.execute(action);
     this.publish();
+  }
+
+  /**
+   * Drops warm versions whose time is up from their records (one change each, against the
+   * revision read: a concurrent change wins and the next pass looks again). Their replicas
+   * stop by the plan, which reads the time itself: a failed write delays nothing.
+   */
+  private async dropExpiredWarm(): Promise<void> {
+    const now = this.options.clock.now();
+    for (const [name, record] of this.traffic) {
+      const expired = expiredWarm(record, now);
+      if (expired.length === 0 || !this.endpoints.some((e) => e.name === name)) continue;
+      try {
+        const updated = await this.options.store.updateEndpointTraffic(name, {
+          expectRevision: record.revision,
+          warm: record.warm.filter((w) => !expired.includes(w)),
+          event: {
+            endpoint: name,
+            actor: 'reconciler',
+            action: 'warm-expired',
+            reason: `kept warm until ${expired.map((w) => `${versionKey(w)} ${w.until}`).join(', ')}`,
+            detail: { versions: expired },
+          },
+        });
+        this.traffic.set(name, updated);
+      } catch (error) {
+        if (error instanceof KilnError && error.code === 'KILN_TRAFFIC_CONFLICT') continue;
+        process.stderr.write(
+          `reconciler: dropping expired warm versions of ${name}: ${String(error)}\n`,
+        );
+      }
+    }
   }
 
   private async learnVersion(model: string, version: number): Promise<void> {
@@ -384,11 +462,14 @@ export class Reconciler {
       case 'start': {
         const endpoint = this.endpoints.find((e) => e.name === action.endpoint);
         if (endpoint === undefined) return;
+        // Several revisions of one endpoint run at once (policy versions, warm, staged): the
+        // model is the revision's, and the launch count keeps ids unique across them.
+        const model = this.revisions.get(action.revision)?.model ?? endpoint.model;
         this.launches += 1;
         const replica = newReplica({
           id: `${endpoint.name}-v${action.version}-r${action.slot}-${this.launches}`,
           endpoint: endpoint.name,
-          model: endpoint.model,
+          model,
           version: action.version,
           revision: action.revision,
           slot: action.slot,
@@ -566,62 +647,76 @@ export class Reconciler {
   // ------------------------------------------------------------------ routing
 
   private route(endpoint: EndpointRecord): EndpointRoute {
-    const ready = [...this.replicas.values()].filter(
-      (r) => r.endpoint === endpoint.name && r.state === 'ready' && r.url !== null,
-    );
-    // The desired revision serves once every slot of it is ready, or once nothing else is
-    // ready; until then the revision it replaces keeps all the traffic (one revision a route:
-    // a route has one model, version and schema).
-    const revision = workerRevision(endpoint);
-    const current = ready.filter((r) => r.revision === revision);
-    const others = ready.filter((r) => r.revision !== revision);
-    let serving = current;
-    if (current.length < endpoint.replicas && others.length > 0) {
-      const byRevision = new Map<string, Replica[]>();
-      for (const r of others)
-        byRevision.set(r.revision, [...(byRevision.get(r.revision) ?? []), r]);
-      serving = [...byRevision.values()].reduce((a, b) => (b.length > a.length ? b : a));
-    }
-    const model = serving[0]?.model ?? endpoint.model;
-    const version = serving[0]?.version ?? endpoint.version;
+    return endpointRoute({
+      endpoint,
+      traffic: this.traffic.get(endpoint.name) ?? null,
+      replicas: [...this.replicas.values()].filter((r) => r.endpoint === endpoint.name),
+      facts: (model, version) => this.facts(model, version),
+    });
+  }
+
+  /** Format, schema and input names of a version, as far as known (declared, then reported). */
+  private facts(model: string, version: number): VersionFacts {
     const key = `${model}@${version}`;
-    const format = this.formats.get(key) ?? 'onnx';
-    // The gateway's bound, computed here so the gateway and the endpoint view report one
-    // number: the configured one, else what the serving replicas hold (admission-bound.ts;
-    // from the endpoint's config now, so a rollout that changes batching counts the old
-    // replicas at the new figure until it completes).
-    const configured = endpoint.config.maxConcurrency;
-    const settings = workerServingSettings(format, endpoint.config);
-    const oneReplica =
-      settings.llm === null ? replicaBound(settings.batching) : llmReplicaBound(settings.llm);
+    const declared = this.declaredSchemas.get(key) ?? null;
     return {
-      name: endpoint.name,
-      team: endpoint.team,
-      model,
-      version,
-      format,
-      schema: this.declaredSchemas.get(key) ?? this.reportedSchemas.get(key) ?? null,
+      format: this.formats.get(key) ?? 'onnx',
+      schema: declared ?? this.reportedSchemas.get(key) ?? null,
       inputNaming: {
-        declared: (this.declaredSchemas.get(key) ?? null) !== null,
+        declared: declared !== null,
         featureNames: this.reportedFeatureNames.get(key) ?? null,
       },
-      maxBodyBytes: endpoint.config.maxBodyBytes ?? defaultMaxBodyBytes,
-      maxConcurrency:
-        configured ??
-        derivedMaxConcurrency(
-          serving.map(() => oneReplica),
-          oneReplica,
-        ),
-      maxConcurrencySource: configured === undefined ? 'derived' : 'configured',
-      // Every replica a backend starts is a Kiln worker, so it offers the channel.
-      replicas: serving.map((r) => ({
-        id: r.id,
-        url: r.url ?? '',
-        version: r.version,
-        channel: channelPath,
-        ...(r.socketPath === null ? {} : { socketPath: r.socketPath }),
-      })),
     };
+  }
+
+  /**
+   * The versions an endpoint runs and their ready replicas: those its record and traffic
+   * record want (stable first; a warm one past its time is left out), then those still
+   * running that nothing wants any more (replaced, dropped, expired: roles empty).
+   */
+  versionStatus(endpoint: EndpointRecord): VersionStatus[] {
+    const now = this.options.clock.now();
+    const live = [...this.replicas.values()].filter(
+      (r) => r.endpoint === endpoint.name && r.state !== 'stopping',
+    );
+    const wanted = endpointVersions(endpoint, this.traffic.get(endpoint.name) ?? null).filter(
+      (v) => !(v.roles.length === 1 && v.roles[0] === 'warm' && !((v.warmUntilMs ?? 0) > now)),
+    );
+    const rows: VersionStatus[] = wanted.map((v) => {
+      const own = live.filter((r) => r.revision === v.revision);
+      return {
+        model: v.model,
+        version: v.version,
+        roles: v.roles,
+        weight: v.weight,
+        sampleRate: v.sampleRate,
+        warmUntil:
+          v.warmUntilMs === null || !Number.isFinite(v.warmUntilMs)
+            ? null
+            : new Date(v.warmUntilMs).toISOString(),
+        readyReplicas: own.filter((r) => r.state === 'ready').length,
+        replicas: own.length,
+      };
+    });
+    const leaving = new Map<string, Replica[]>();
+    for (const r of live) {
+      if (wanted.some((v) => v.revision === r.revision)) continue;
+      const key = `${r.model}@${r.version}`;
+      leaving.set(key, [...(leaving.get(key) ?? []), r]);
+    }
+    for (const own of leaving.values()) {
+      rows.push({
+        model: own[0]!.model,
+        version: own[0]!.version,
+        roles: [],
+        weight: null,
+        sampleRate: null,
+        warmUntil: null,
+        readyReplicas: own.filter((r) => r.state === 'ready').length,
+        replicas: own.length,
+      });
+    }
+    return rows;
   }
 
   private publish(): void {

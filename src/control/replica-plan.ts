@@ -15,6 +15,14 @@
 // - replicas of other revisions keep serving until every slot of R is ready, then stop
 //   (a new revision that never becomes ready never takes the old one's traffic away);
 // - replicas of endpoints that no longer exist are stopped.
+//
+// With traffic management (issue 13) an endpoint runs other revisions beside R on purpose
+// (`kept`: the versions of its traffic policy, its shadows, staged candidates and versions
+// kept warm until a time). Each kept revision gets its N slots like R (started, restarted
+// with backoff, scaled down) and is never stopped as replaced while it is wanted; a warm one
+// is wanted until its `untilMs`, after which it is just another revision: stopped once every
+// slot of R is ready. Revisions are told apart by their name (model, version, worker config),
+// so slot k of each revision is its own place.
 
 export type ReplicaState = 'starting' | 'ready' | 'failed' | 'stopping';
 
@@ -24,6 +32,18 @@ export interface DesiredEndpoint {
   /** What its replicas are started from (model, version, worker config). */
   readonly revision: string;
   readonly replicas: number;
+  /**
+   * Revisions run beside `revision` (policy versions, shadows, staged, warm), each with
+   * `replicas` slots; none: the endpoint serves its one revision as before traffic policies.
+   */
+  readonly kept?: readonly KeptRevision[];
+}
+
+export interface KeptRevision {
+  readonly version: number;
+  readonly revision: string;
+  /** Wanted until then (a warm version); absent: as long as it is listed. */
+  readonly untilMs?: number;
 }
 
 export interface ObservedReplica {
@@ -123,40 +143,57 @@ export function planReplicas(
 
   for (const endpoint of endpoints) {
     const mine = live.filter((r) => r.endpoint === endpoint.name);
-    const current = mine.filter((r) => r.revision === endpoint.revision);
-    for (let slot = 0; slot < endpoint.replicas; slot++) {
-      const holder = current.find((r) => r.slot === slot);
-      if (holder === undefined) {
-        actions.push({
-          kind: 'start',
-          endpoint: endpoint.name,
-          version: endpoint.version,
-          revision: endpoint.revision,
-          slot,
-        });
-      } else if (
-        holder.state === 'failed' &&
-        holder.restartAtMs !== null &&
-        holder.restartAtMs <= nowMs
-      ) {
-        actions.push({ kind: 'restart', replicaId: holder.id });
+    const wanted = wantedRevisions(endpoint, nowMs);
+    for (const { version, revision } of wanted.values()) {
+      const current = mine.filter((r) => r.revision === revision);
+      for (let slot = 0; slot < endpoint.replicas; slot++) {
+        const holder = current.find((r) => r.slot === slot);
+        if (holder === undefined) {
+          actions.push({ kind: 'start', endpoint: endpoint.name, version, revision, slot });
+        } else if (
+          holder.state === 'failed' &&
+          holder.restartAtMs !== null &&
+          holder.restartAtMs <= nowMs
+        ) {
+          actions.push({ kind: 'restart', replicaId: holder.id });
+        }
+      }
+      for (const replica of current) {
+        if (replica.slot >= endpoint.replicas) {
+          actions.push({ kind: 'stop', replicaId: replica.id, reason: 'scale-down' });
+        }
       }
     }
-    for (const replica of current) {
-      if (replica.slot >= endpoint.replicas) {
-        actions.push({ kind: 'stop', replicaId: replica.id, reason: 'scale-down' });
-      }
-    }
-    const readyCurrent = current.filter(
-      (r) => r.state === 'ready' && r.slot < endpoint.replicas,
+    const readyCurrent = mine.filter(
+      (r) => r.revision === endpoint.revision && r.state === 'ready' && r.slot < endpoint.replicas,
     ).length;
     if (readyCurrent >= endpoint.replicas) {
       for (const replica of mine) {
-        if (replica.revision !== endpoint.revision) {
+        if (!wanted.has(replica.revision)) {
           actions.push({ kind: 'stop', replicaId: replica.id, reason: 'replaced' });
         }
       }
     }
   }
   return actions;
+}
+
+/**
+ * The revisions an endpoint runs now, by name: its own first, then the kept ones still
+ * wanted at `nowMs` (a warm one until its time; one listed twice or equal to the endpoint's
+ * own runs once).
+ */
+export function wantedRevisions(
+  endpoint: DesiredEndpoint,
+  nowMs: number,
+): Map<string, { readonly version: number; readonly revision: string }> {
+  const wanted = new Map([
+    [endpoint.revision, { version: endpoint.version, revision: endpoint.revision }],
+  ]);
+  for (const kept of endpoint.kept ?? []) {
+    if (kept.untilMs !== undefined && kept.untilMs <= nowMs) continue;
+    if (!wanted.has(kept.revision))
+      wanted.set(kept.revision, { version: kept.version, revision: kept.revision });
+  }
+  return wanted;
 }
