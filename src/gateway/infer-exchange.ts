@@ -4,6 +4,8 @@
 //
 //   readBody ─▶ onBodyData* (count bytes, 413 past maxBodyBytes) ─▶ onBodyEnd
 //     ─▶ take a slot of the endpoint's concurrency gate (429 busy if none), held until finish
+//     ─▶ an endpoint with a traffic policy: pick the variant (sticky by caller key, read from
+//        the `kiln-user` header or the body), which the request is then checked and sent as
 //     ─▶ checkInferBody (lenient JSON + compiled schema; 400, the worker sees nothing)
 //        └▶ refused, or a v1 predict body: adaptInferBody (v1 instances, any-name single
 //           input, named features → the plain request, re-encoded; else the 400 stands)
@@ -15,6 +17,9 @@
 //        (v1 predict: every answer is held, and a 200's v2 outputs become `predictions`)
 //     └▶ onResponseError before any response on a lost connection: eject the replica and
 //        send once more to another one; else 503 (retryable, Retry-After: 1) or 504.
+//   ─▶ finish; with a traffic policy, after the answer is written: count it for the version
+//      that answered (and its slice, and a 200's outputs) and offer copies to the sampled
+//      shadows (shadow-sender.ts), which never touch this request again.
 //
 // A request still uploading its body holds no slot: a slot is taken once the body is in,
 // so clients trickling bodies (bounded by the client timeout, 408) cannot fill the bound
@@ -46,6 +51,16 @@ import { encodeInferRequest } from '../protocol/v2/encode-request.ts';
 import type { V2ProtocolErrorCode } from '../protocol/v2/errors.ts';
 import type { ChannelRequester } from './channel-client.ts';
 import type { EndpointEntry } from './route-table.ts';
+import type { ShadowSender } from './shadow-sender.ts';
+import type { TrafficEntry } from './traffic-entry.ts';
+import { answerOutputs, outputColumn, type AnswerOutput } from './answer-outputs.ts';
+import { CALLER_KEY_HEADER, callerKey } from '../traffic/caller-key.ts';
+import { parseJsonLenient } from '../protocol/v2/lenient-json.ts';
+import {
+  maxOutputValuesPerAnswer,
+  maxSliceValueLength,
+  SLICE_HEADER,
+} from '../protocol/traffic/traffic-report.ts';
 import {
   skippedResponseHeaders,
   UpstreamExchange,
@@ -57,6 +72,8 @@ export interface ExchangeSettings extends UpstreamSettings {
   readonly upstreamTimeoutMs: number;
   /** The routing table now: a request picks (and re-picks) replicas from the latest one. */
   readonly table: { readonly endpoints: ReadonlyMap<string, EndpointEntry> } | null;
+  /** Where copies for shadow versions go, once a primary answer is written. */
+  readonly shadows: ShadowSender;
 }
 
 /** Largest answer held back to be sent in one write, in bytes. */
@@ -85,6 +102,16 @@ export class InferExchange
   /** The team's bucket this request took a token from at the door (null: none taken). */
   private bucket: TokenBucket | null = null;
   private readonly upstreamHeaders: string[];
+  /** The traffic policy the request was picked under (null: none, nothing is counted). */
+  private traffic: TrafficEntry<EndpointEntry> | null = null;
+  /** The request's bucket in that policy's split (sticky by caller key). */
+  private trafficBucket = 0;
+  /** The slice value it counts under (null: none). */
+  private slice: string | null = null;
+  /** The replica whose answer the client got (null: the gateway answered itself). */
+  private answeredBy: ReplicaState | null = null;
+  /** A 200's v2 body, kept (policy endpoints only) to count its outputs once it is sent. */
+  private answerBody: Buffer | null = null;
 
   constructor(
     settings: ExchangeSettings,
@@ -157,7 +184,7 @@ export class InferExchange
         // Filled while this body was arriving: refused now, as it would have been at the door.
         this.chunks = [];
         const headers = this.ownHeaders();
-        headers.push('kiln-model-version', this.entry.versionText, 'retry-after', '1');
+        headers.push('retry-after', '1');
         const params = { endpoint: this.entry.name, limit: gate.limit ?? 0 };
         this.finish(sendV2Error(this.res, 'KILN_ENDPOINT_BUSY', params, headers));
         this.entry.series.rejected('busy');
@@ -171,7 +198,44 @@ export class InferExchange
     }
     const body = this.takeBody();
     this.clientBody = body;
+    const traffic = this.entry.traffic;
+    if (traffic !== null) {
+      this.pick(traffic, body);
+      const variant = traffic.entryAt(this.trafficBucket);
+      this.entry = variant;
+      this.series = variant.series;
+    }
     this.checkAndSend(body);
+  }
+
+  /**
+   * Places the request in `traffic`'s split: its bucket by caller key (the `kiln-user`
+   * header, else the policy's key path in the body; none: a random draw) and its slice
+   * value (the `kiln-slice` header, else the slice path). The body is parsed only when a
+   * path is needed; one that does not parse has neither (its check answers 400).
+   */
+  private pick(traffic: TrafficEntry<EndpointEntry>, body: Buffer): void {
+    const headers = this.req.headers;
+    const keySource = traffic.keySource;
+    const sliceSource = traffic.sliceSource;
+    let key = callerKey(keySource, headers[CALLER_KEY_HEADER], undefined);
+    let slice =
+      sliceSource === null ? null : callerKey(sliceSource, headers[SLICE_HEADER], undefined);
+    const keyFromBody = key === null && keySource.segments.length > 0;
+    const sliceFromBody = slice === null && sliceSource !== null && sliceSource.segments.length > 0;
+    if (keyFromBody || sliceFromBody) {
+      const parsed = parseJsonLenient(body);
+      if (parsed.ok) {
+        if (keyFromBody) key = callerKey(keySource, undefined, parsed.value);
+        if (sliceFromBody) slice = callerKey(sliceSource, undefined, parsed.value);
+      }
+    }
+    this.traffic = traffic;
+    this.trafficBucket = traffic.split.bucketOf(key);
+    this.slice =
+      slice !== null && slice.length > maxSliceValueLength
+        ? slice.slice(0, maxSliceValueLength)
+        : slice;
   }
 
   /** Checks the body under `entry` (decoding or rewriting it as needed) and sends it. */
@@ -264,8 +328,16 @@ export class InferExchange
     if (this.done) return;
     // The replicas of the latest snapshot, not of the one the request arrived under: those
     // a newer snapshot dropped have their connections closed (a rollout, a scale down).
-    const latest = this.settings.table?.endpoints.get(this.entry.name);
+    let latest = this.settings.table?.endpoints.get(this.entry.name);
     const body = this.clientBody;
+    const traffic = latest?.traffic ?? null;
+    if (traffic !== null && body !== null) {
+      // The variant of the latest policy: the same bucket unless the policy changed (then
+      // placed afresh, as a new request of the same caller would be).
+      if (traffic !== this.traffic) this.pick(traffic, body);
+      latest = traffic.entryAt(this.trafficBucket);
+      this.series = latest.series;
+    }
     if (latest !== undefined && latest.requestKey !== this.entry.requestKey && body !== null) {
       // The endpoint now serves a version that reads requests otherwise (another schema,
       // other feature names): what was checked and rewritten under the old one could give
@@ -331,6 +403,7 @@ export class InferExchange
     const replica = this.replica!;
     this.responseStarted = true;
     this.status = statusCode;
+    this.answeredBy = replica;
     const upstreamTrace = headers.traceparent;
     const traceparent = typeof upstreamTrace === 'string' ? upstreamTrace : this.traceparent;
     const list = this.answerHeaders(headers, skippedResponseHeaders, traceparent, replica);
@@ -365,7 +438,9 @@ export class InferExchange
     if (held === null) {
       this.res.end();
     } else if (this.form === 'v1') {
-      const answer = this.v1Answer(this.status, Buffer.concat(this.heldChunks));
+      const v2Body = Buffer.concat(this.heldChunks);
+      if (this.traffic !== null && this.status === 200) this.answerBody = v2Body;
+      const answer = this.v1Answer(this.status, v2Body);
       if (answer === null) return;
       held.push('content-length', String(answer.length));
       this.res.writeHead(this.status, held);
@@ -373,8 +448,13 @@ export class InferExchange
     } else {
       const chunks = this.heldChunks;
       this.res.writeHead(this.status, held);
-      if (chunks.length === 0) this.res.end();
-      else this.res.end(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+      if (chunks.length === 0) {
+        this.res.end();
+      } else {
+        const answer = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+        if (this.traffic !== null && this.status === 200) this.answerBody = answer;
+        this.res.end(answer);
+      }
     }
     this.finish(this.status);
   }
@@ -399,6 +479,8 @@ export class InferExchange
     const replica = this.releaseReplica();
     this.channelId = 0;
     if (this.done || replica === null) return;
+    this.answeredBy = replica;
+    if (this.traffic !== null && status === 200) this.answerBody = reply;
     const body = this.form === 'v1' ? this.v1Answer(status, reply) : reply;
     if (body === null) return;
     const headers = this.ownHeaders();
@@ -409,6 +491,8 @@ export class InferExchange
       String(body.length),
       'kiln-model-version',
       replica.versionText,
+      'kiln-model',
+      replica.model,
       'kiln-replica',
       replica.id,
     );
@@ -448,6 +532,48 @@ export class InferExchange
 
   // --- endings ------------------------------------------------------------------------
 
+  protected override finish(status: number): void {
+    if (this.done) return;
+    super.finish(status);
+    const traffic = this.traffic;
+    if (traffic !== null) this.countTraffic(traffic, status);
+  }
+
+  /**
+   * The answer is written: counts it for the version that answered (the picked variant's
+   * when the gateway answered itself) and offers copies to the sampled shadows.
+   */
+  private countTraffic(traffic: TrafficEntry<EndpointEntry>, status: number): void {
+    const latencyMs = performance.now() - this.startMs;
+    const entry = this.entry;
+    const replica = this.answeredBy;
+    const counts =
+      replica !== null && (replica.version !== entry.version || replica.model !== entry.model)
+        ? traffic.counter.version(replica.model, replica.version)
+        : (entry.counts ?? traffic.counter.version(entry.model, entry.version));
+    const answer = this.answerBody;
+    this.answerBody = null;
+    const outputs: AnswerOutput[] | null = answer === null ? null : answerOutputs(answer);
+    const values = outputs === null ? null : outputColumn(outputs, maxOutputValuesPerAnswer);
+    counts.record(status, latencyMs, this.slice, values);
+    // Only a request that was sent (its body passed the check) is copied.
+    const body = this.body;
+    if (traffic.shadows.length === 0 || body === null || this.method !== 'POST') return;
+    for (const shadow of traffic.pickShadows()) {
+      this.settings.shadows.offer({
+        shadow,
+        endpoint: entry.name,
+        path: this.path,
+        body,
+        requestKey: entry.requestKey,
+        requestId: this.requestId,
+        primaryStatus: status,
+        primaryOutputs: outputs,
+        primaryLatencyMs: latencyMs,
+      });
+    }
+  }
+
   protected fail(code: ErrorCode, params: ErrorParams, closeConnection = false): void {
     const headers = this.ownHeaders();
     if (closeConnection) headers.push('connection', 'close');
@@ -462,6 +588,10 @@ export class InferExchange
       this.traceparent,
       'kiln-endpoint',
       this.entry.name,
+      'kiln-model-version',
+      this.entry.versionText,
+      'kiln-model',
+      this.entry.model,
     ];
   }
 }

@@ -19,6 +19,12 @@ export interface GateView {
   readonly limit: number | null;
 }
 
+/** What became of a copy for a shadow version (shadow-sender.ts). */
+export type ShadowOutcome = 'sent' | 'dropped' | 'error';
+
+/** What became of a traffic report (traffic-reporter.ts). */
+export type TrafficReportOutcome = 'sent' | 'failed';
+
 /** Why the gateway refused an infer request at admission (429). */
 export type RejectionReason = 'busy' | 'rate_limited';
 
@@ -41,14 +47,19 @@ export class GatewayMetrics {
   private readonly snapshotVersion: Gauge;
   private readonly llmTtft: Histogram<'endpoint'>;
   private readonly llmRouted: Counter<'endpoint' | 'policy' | 'reason'>;
+  private readonly shadowCopies: Counter<'endpoint' | 'outcome'>;
+  private readonly trafficReports: Counter<'outcome'>;
   private readonly series = new Map<string, EndpointSeries>();
   private readonly llmSeries = new Map<string, LlmSeries>();
   /** The admission gates, read at scrape time (nothing on the hot path). */
   private gates: () => ReadonlyMap<string, GateView> = () => new Map();
+  /** Copies waiting in the shadow queue, read at scrape time. */
+  private shadowQueue: () => number = () => 0;
 
   constructor() {
     const registers = [this.registry];
     const gates = (): ReadonlyMap<string, GateView> => this.gates();
+    const shadowQueue = (): number => this.shadowQueue();
     this.requests = new Counter({
       name: 'kiln_gateway_requests_total',
       help: 'Inference requests answered by the gateway, by endpoint, served version and HTTP status.',
@@ -114,12 +125,41 @@ export class GatewayMetrics {
       buckets: ttftBuckets,
       registers,
     });
+    this.shadowCopies = new Counter({
+      name: 'kiln_gateway_shadow_copies_total',
+      help: 'Copies of requests for shadow versions: sent, dropped (queue full or no ready shadow replica) or error (>= 500, connection error, timeout; counted besides sent).',
+      labelNames: ['endpoint', 'outcome'],
+      registers,
+    });
+    new Gauge({
+      name: 'kiln_gateway_shadow_queue_depth',
+      help: 'Copies for shadow versions waiting to be sent (bounded; beyond: dropped).',
+      registers,
+      collect() {
+        this.set(shadowQueue());
+      },
+    });
+    this.trafficReports = new Counter({
+      name: 'kiln_gateway_traffic_reports_total',
+      help: 'Traffic reports posted to the control plane: sent, or failed (dropped, never retried).',
+      labelNames: ['outcome'],
+      registers,
+    });
     this.llmRouted = new Counter({
       name: 'kiln_gateway_llm_routed_total',
       help: 'OpenAI requests sent to a replica, by routing policy and why that replica: affinity (it served the prompt prefix last), least_loaded, round_robin.',
       labelNames: ['endpoint', 'policy', 'reason'],
       registers,
     });
+  }
+
+  /** A shadow copy offered (dropped) or sent, or one that failed; off the primary's path. */
+  shadowCopy(endpoint: string, outcome: ShadowOutcome): void {
+    this.shadowCopies.labels(endpoint, outcome).inc();
+  }
+
+  trafficReport(outcome: TrafficReportOutcome): void {
+    this.trafficReports.labels(outcome).inc();
   }
 
   /** The LLM series of one endpoint (made on first use, kept). */
@@ -154,6 +194,11 @@ export class GatewayMetrics {
   /** Where the admission gauges read the gates from. */
   watchGates(gates: () => ReadonlyMap<string, GateView>): void {
     this.gates = gates;
+  }
+
+  /** Where the shadow queue gauge reads its depth from. */
+  watchShadowQueue(depth: () => number): void {
+    this.shadowQueue = depth;
   }
 
   setSnapshotVersion(version: number): void {

@@ -315,7 +315,17 @@ export class OpenAiExchange
 
   private ownHeaders(): HeaderList {
     const headers: HeaderList = ['x-request-id', this.requestId, 'traceparent', this.traceparent];
-    if (this.entry !== null) headers.push('kiln-endpoint', this.entry.name);
+    const entry = this.entry;
+    if (entry !== null) {
+      headers.push(
+        'kiln-endpoint',
+        entry.name,
+        'kiln-model-version',
+        entry.versionText,
+        'kiln-model',
+        entry.model,
+      );
+    }
     return headers;
   }
 }

@@ -20,6 +20,8 @@ export class ReplicaState implements ReplicaLoad, LlmReplicaView {
   /** No longer in the routing (a newer snapshot dropped it): its load is polled no more. */
   retired = false;
   readonly versionText: string;
+  /** The model it serves, for the `kiln-model` header of its answers. */
+  readonly model: string;
   /** The URL's path without a trailing slash ('' for a bare origin), prefixed to v2 paths. */
   readonly pathPrefix: string;
 
@@ -30,8 +32,10 @@ export class ReplicaState implements ReplicaLoad, LlmReplicaView {
     readonly pool: Pool,
     /** Infer requests go here when set (a Kiln worker); else through `pool`. */
     readonly channel: ChannelClient | null,
+    model = '',
   ) {
     this.versionText = String(version);
+    this.model = model;
     this.pathPrefix = new URL(url).pathname.replace(/\/+$/, '');
   }
 }
@@ -53,29 +57,42 @@ export class ReplicaSet {
 
   /**
    * Brings the set in line with a snapshot; returns each endpoint's replicas in snapshot
-   * order. Replicas are matched by id and URL, so a worker restarted on a new port is new.
+   * order, under the endpoint's name, and those of each traffic variant and shadow under
+   * `versionReplicasKey` (a replica listed in several places is one state). Replicas are
+   * matched by id and URL, so a worker restarted on a new port is new.
    */
   sync(snapshot: RoutingSnapshot): Map<string, ReplicaState[]> {
     const next = new Map<string, ReplicaState>();
     const byEndpoint = new Map<string, ReplicaState[]>();
-    for (const endpoint of snapshot.endpoints) {
+    const states = (routes: readonly ReplicaRoute[], model: string): ReplicaState[] => {
       const list: ReplicaState[] = [];
-      for (const route of endpoint.replicas) {
+      for (const route of routes) {
         const key = replicaKey(route);
+        const served = route.model ?? model;
         let state = next.get(key) ?? this.replicas.get(key);
-        if (state === undefined || state.version !== route.version) {
+        if (state === undefined || state.version !== route.version || state.model !== served) {
           state = new ReplicaState(
             route.id,
             route.url,
             route.version,
             this.poolFor(route.url),
             this.channelFor(route),
+            served,
           );
         }
         next.set(key, state);
         list.push(state);
       }
-      byEndpoint.set(endpoint.name, list);
+      return list;
+    };
+    for (const endpoint of snapshot.endpoints) {
+      byEndpoint.set(endpoint.name, states(endpoint.replicas, endpoint.model));
+      const traffic = endpoint.traffic;
+      if (traffic === undefined) continue;
+      for (const version of [...traffic.variants, ...traffic.shadows]) {
+        const key = versionReplicasKey(endpoint.name, version.model, version.version);
+        byEndpoint.set(key, states(version.replicas, version.model));
+      }
     }
     for (const [key, state] of this.replicas) {
       if (next.get(key) !== state) state.retired = true;
@@ -139,6 +156,11 @@ export class ReplicaSet {
     }
     return pool;
   }
+}
+
+/** Where `sync` lists the replicas of one version of an endpoint's traffic policy. */
+export function versionReplicasKey(endpoint: string, model: string, version: number): string {
+  return `${endpoint}\u0000${model}:${version}`;
 }
 
 function replicaKey(route: ReplicaRoute): string {

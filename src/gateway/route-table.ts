@@ -5,18 +5,28 @@
 //   - API-key grants indexed by sha256;
 //   - each endpoint's concurrency gate and its team's token bucket (from Admission, which
 //     keeps them across snapshots).
+//   - an endpoint with a traffic policy: its TrafficEntry (traffic-entry.ts), one entry per
+//     variant (own check, replicas, version) and per shadow.
 // Compiling a schema is not free, so an endpoint whose version and schema did not change
-// reuses the previous table's compiled check.
+// reuses the previous table's compiled check (a variant's too).
 
 import type { Admission, ConcurrencyGate } from './admission.ts';
 import { indexApiKeys } from './auth.ts';
 import type { EndpointSeries, GatewayMetrics } from './metrics.ts';
 import { modelMetadataBody } from './model-metadata.ts';
-import type { ReplicaState } from './replica-set.ts';
+import { versionReplicasKey, type ReplicaState } from './replica-set.ts';
 import type { CompiledNaming } from '../protocol/v2/input-naming.ts';
 import { compileNamingCheck, compileRequestCheck, type RequestCheck } from './request-check.ts';
-import type { ApiKeyGrant, EndpointRoute, RoutingSnapshot } from './routing-snapshot.ts';
+import type {
+  ApiKeyGrant,
+  EndpointRoute,
+  RoutingSnapshot,
+  VersionRoute,
+} from './routing-snapshot.ts';
 import type { TokenBucket } from './token-bucket.ts';
+import type { TrafficCounter, VersionCounter } from './traffic-counter.ts';
+import { keySourceOf, splitOf, TrafficEntry, type ShadowEntry } from './traffic-entry.ts';
+import type { RandomSource } from '../traffic/traffic-split.ts';
 
 export interface EndpointEntry {
   readonly route: EndpointRoute;
@@ -24,6 +34,8 @@ export interface EndpointEntry {
   readonly team: string;
   readonly version: number;
   readonly versionText: string;
+  /** The model this entry serves (`kiln-model` of the answers the gateway writes itself). */
+  readonly model: string;
   readonly maxBodyBytes: number;
   /** null when the snapshot has no schema: the worker checks alone. */
   readonly check: RequestCheck | null;
@@ -54,6 +66,21 @@ export interface EndpointEntry {
   readonly teamRequestsPerSecond: number | null;
   /** Rotating start for replica choice: equal loads are served round-robin. */
   cursor: number;
+  /**
+   * The endpoint's traffic policy compiled (null: none, every request to `replicas` and
+   * nothing counted). Variant entries have none themselves.
+   */
+  readonly traffic: TrafficEntry<EndpointEntry> | null;
+  /** A variant entry's counter (its version's); null for an endpoint's own entry. */
+  readonly counts: VersionCounter | null;
+}
+
+/** What the traffic entries of a table need besides the snapshot. */
+export interface TrafficContext {
+  readonly counter: TrafficCounter;
+  /** The draw of requests without a caller key, and of shadow sampling. */
+  readonly random: RandomSource;
+  readonly onBadPath: (endpoint: string, problem: string) => void;
 }
 
 export interface RouteTable {
@@ -70,6 +97,7 @@ export function buildRouteTable(
   metrics: GatewayMetrics,
   admission: Admission,
   onBadSchema: (endpoint: string, reason: string) => void,
+  traffic: TrafficContext | null = null,
 ): RouteTable {
   const endpoints = new Map<string, EndpointEntry>();
   const teamRates = new Map(snapshot.teamLimits.map((l) => [l.team, l.requestsPerSecond]));
@@ -91,12 +119,13 @@ export function buildRouteTable(
     const versionText = String(route.version);
     const base = `/v2/models/${encodeURIComponent(route.name)}`;
     const endpointReplicas = replicas.get(route.name) ?? [];
-    endpoints.set(route.name, {
+    const entry: EndpointEntry = {
       route,
       name: route.name,
       team: route.team,
       version: route.version,
       versionText,
+      model: route.model,
       maxBodyBytes: route.maxBodyBytes,
       check,
       checkKey,
@@ -112,7 +141,14 @@ export function buildRouteTable(
       bucket: admission.bucketFor(route.team),
       teamRequestsPerSecond: teamRates.get(route.team) ?? null,
       cursor: before?.cursor ?? 0,
-    });
+      traffic: null,
+      counts: null,
+    };
+    const policy =
+      route.traffic !== undefined && traffic !== null
+        ? trafficEntry(entry, before, replicas, metrics, traffic, onBadSchema)
+        : null;
+    endpoints.set(route.name, policy === null ? entry : { ...entry, traffic: policy });
   }
   return {
     version: snapshot.version,
@@ -120,4 +156,100 @@ export function buildRouteTable(
     endpoints,
     apiKeys: indexApiKeys(snapshot.apiKeys),
   };
+}
+
+/** Compiled checks of a previous table's entry and its variants, by checkKey. */
+type CompiledChecks = Map<string, { check: RequestCheck | null; naming: CompiledNaming | null }>;
+
+function compiledChecksOf(before: EndpointEntry | undefined): CompiledChecks {
+  const checks: CompiledChecks = new Map();
+  if (before === undefined) return checks;
+  for (const entry of [before, ...(before.traffic?.variants ?? [])]) {
+    checks.set(entry.checkKey, { check: entry.check, naming: entry.naming });
+  }
+  return checks;
+}
+
+function versionCheck(
+  version: VersionRoute,
+  compiled: CompiledChecks,
+  onBad: (reason: string) => void,
+): {
+  checkKey: string;
+  requestKey: string;
+  check: RequestCheck | null;
+  naming: CompiledNaming | null;
+} {
+  const requestKey = `${version.format} ${JSON.stringify(version.schema)} ${JSON.stringify(version.inputNaming ?? null)}`;
+  const checkKey = `${version.model}:${version.version} ${requestKey}`;
+  const known = compiled.get(checkKey);
+  if (known !== undefined) return { checkKey, requestKey, ...known };
+  const made = compileRequestCheck(version.schema, version.format);
+  if (!made.ok) onBad(made.reason);
+  const check = made.ok ? made.check : null;
+  const result = { check, naming: compileNamingCheck(check, version.inputNaming) };
+  compiled.set(checkKey, result);
+  return { checkKey, requestKey, ...result };
+}
+
+/** The endpoint's policy compiled: its split, its variants' entries and its shadows'. */
+function trafficEntry(
+  entry: EndpointEntry,
+  before: EndpointEntry | undefined,
+  replicas: ReadonlyMap<string, ReplicaState[]>,
+  metrics: GatewayMetrics,
+  context: TrafficContext,
+  onBadSchema: (endpoint: string, reason: string) => void,
+): TrafficEntry<EndpointEntry> {
+  const route = entry.route;
+  const policy = route.traffic!;
+  const name = route.name;
+  const compiled = compiledChecksOf(before);
+  const onBad = (reason: string): void => onBadSchema(name, reason);
+  const counter = context.counter.endpoint(name);
+  const previousVariants = before?.traffic?.variants ?? [];
+  const variants = policy.variants.map((variant): EndpointEntry => {
+    const checks = versionCheck(variant, compiled, onBad);
+    const list = replicas.get(versionReplicasKey(name, variant.model, variant.version)) ?? [];
+    const versionText = String(variant.version);
+    const cursor =
+      previousVariants.find((v) => v.model === variant.model && v.version === variant.version)
+        ?.cursor ?? 0;
+    return {
+      ...entry,
+      version: variant.version,
+      versionText,
+      model: variant.model,
+      ...checks,
+      replicas: list,
+      workerChannels: list.some((r) => r.channel !== null),
+      series: metrics.seriesFor(name, versionText),
+      cursor,
+      traffic: null,
+      counts: counter.version(variant.model, variant.version),
+    };
+  });
+  const shadows = policy.shadows.map((shadow): ShadowEntry => {
+    const checks = versionCheck(shadow, compiled, onBad);
+    return {
+      model: shadow.model,
+      version: shadow.version,
+      sampleRate: shadow.sampleRate,
+      check: checks.check,
+      requestKey: checks.requestKey,
+      naming: checks.naming,
+      replicas: replicas.get(versionReplicasKey(name, shadow.model, shadow.version)) ?? [],
+      counts: counter.shadow(shadow.model, shadow.version),
+      cursor: 0,
+    };
+  });
+  const badPath = (problem: string): void => context.onBadPath(name, problem);
+  return new TrafficEntry(
+    splitOf(name, policy.salt, policy.variants, policy.shadows, context.random),
+    keySourceOf(policy.keyPath, badPath),
+    policy.sliceKey === null ? null : keySourceOf(policy.slicePath, badPath),
+    variants,
+    shadows,
+    counter,
+  );
 }

@@ -7,6 +7,7 @@
 
 import { derivedMaxConcurrency, replicaBound } from './admission-bound.ts';
 import type { RoutingSnapshot } from './routing-snapshot.ts';
+import { splitProblems } from '../traffic/traffic-split.ts';
 
 export type SnapshotCheck =
   | { readonly ok: true; readonly snapshot: RoutingSnapshot }
@@ -84,8 +85,56 @@ function endpointReason(value: unknown, index: number): string | null {
   if (source !== undefined && source !== 'configured' && source !== 'derived') {
     return `${where}.maxConcurrencySource is neither "configured" nor "derived"`;
   }
-  if (!Array.isArray(value.replicas)) return `${where}.replicas is not an array`;
-  for (const replica of value.replicas) {
+  const traffic = value.traffic;
+  if (traffic !== undefined && traffic !== null) {
+    const reason = trafficReason(traffic, value.name, `${where}.traffic`);
+    if (reason !== null) return reason;
+  }
+  return replicasReason(value.replicas, where);
+}
+
+/** A traffic policy (optional, issue 13): a valid split, and each version routable. */
+function trafficReason(value: unknown, endpoint: string, where: string): string | null {
+  if (!isObject(value)) return `${where} is not an object`;
+  if (!isString(value.salt)) return `${where}.salt is not a string`;
+  for (const field of ['keyPath', 'sliceKey', 'slicePath'] as const) {
+    if (!isNullableString(value[field])) return `${where}.${field} is neither null nor a string`;
+  }
+  if (!Array.isArray(value.variants) || !Array.isArray(value.shadows)) {
+    return `${where}.variants and .shadows must be arrays`;
+  }
+  const problems = splitProblems({
+    endpoint,
+    salt: value.salt,
+    versions: value.variants,
+    shadows: value.shadows,
+  });
+  const first = problems[0];
+  if (first !== undefined) return `${where}: ${first.field} ${first.message}`;
+  const versions = [...(value.variants as Fields[]), ...(value.shadows as Fields[])];
+  for (const [i, version] of versions.entries()) {
+    const at = `${where}.${i < value.variants.length ? 'variants' : 'shadows'}[${version.model as string}:${version.version as number}]`;
+    if (!isString(version.format)) return `${at}.format is not a string`;
+    if (version.schema !== null && !isObject(version.schema)) {
+      return `${at}.schema is neither null nor an object`;
+    }
+    if (isObject(version.schema)) {
+      const reason =
+        tensorListReason(version.schema.inputs, `${at}.schema.inputs`) ??
+        tensorListReason(version.schema.outputs, `${at}.schema.outputs`);
+      if (reason !== null) return reason;
+    }
+    const naming = inputNamingReason(version.inputNaming, at);
+    if (naming !== null) return naming;
+    const replicas = replicasReason(version.replicas, at);
+    if (replicas !== null) return replicas;
+  }
+  return null;
+}
+
+function replicasReason(replicas: unknown, where: string): string | null {
+  if (!Array.isArray(replicas)) return `${where}.replicas is not an array`;
+  for (const replica of replicas as unknown[]) {
     if (!isObject(replica) || !isString(replica.id) || !isString(replica.url)) {
       return `${where}.replicas has an entry without id/url`;
     }
@@ -101,6 +150,9 @@ function endpointReason(value: unknown, index: number): string | null {
       !(isString(replica.socketPath) && replica.socketPath.startsWith('/'))
     )
       return `${where}.replicas[${replica.id}].socketPath is not an absolute path`;
+    if (replica.model !== undefined && !isString(replica.model)) {
+      return `${where}.replicas[${replica.id}].model is not a string`;
+    }
   }
   return null;
 }

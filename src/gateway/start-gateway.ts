@@ -1,8 +1,10 @@
 // Starts the gateway: Kiln's data-plane process. Wires the route table (from routing
 // snapshots: persisted at start, then long-polled from the control plane), the replica
-// pools, the metrics, the LLM router and the node:http server with the v2 and OpenAI routes.
+// pools, the metrics, the LLM router, traffic management (counting, the report to the
+// control plane, shadow copies) and the node:http server with the v2 and OpenAI routes.
 
 import { createServer, type Server } from 'node:http';
+import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Admission } from './admission.ts';
@@ -24,6 +26,10 @@ import {
 import { LlmRouter, llmRoutingPolicyFrom } from './llm-router.ts';
 import { OpenAiRoutes } from './openai-routes.ts';
 import { PrefixAffinity } from './prefix-affinity.ts';
+import { ShadowSender } from './shadow-sender.ts';
+import { TrafficCounter } from './traffic-counter.ts';
+import { TrafficReporter } from './traffic-reporter.ts';
+import type { RandomSource } from '../traffic/traffic-split.ts';
 
 export interface GatewayOptions {
   /**
@@ -79,6 +85,19 @@ export interface GatewayOptions {
   /** Backoff after a failed poll: first and largest delay, ms. Defaults 250 / 5 000. */
   readonly pollMinBackoffMs?: number;
   readonly pollMaxBackoffMs?: number;
+  /**
+   * Post traffic reports (counts of endpoints with a traffic policy) to `controlUrl`.
+   * Default: when snapshots come from the control plane.
+   */
+  readonly reportTraffic?: boolean;
+  /** Between two traffic reports, ms. Default 1 000. */
+  readonly trafficReportIntervalMs?: number;
+  /** Shadow copies: queue capacity (default 256), in flight at once (default 8), timeout ms (default 5 000). */
+  readonly shadowQueueCapacity?: number;
+  readonly shadowConcurrency?: number;
+  readonly shadowTimeoutMs?: number;
+  /** The draw for requests without a caller key and for shadow sampling (tests). */
+  readonly random?: RandomSource;
 }
 
 export interface RunningGateway {
@@ -104,6 +123,20 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const replicas = new ReplicaSet({ upstreamTimeoutMs, useChannels });
   const admission = new Admission();
   metrics.watchGates(() => admission.allGates());
+  const trafficCounter = new TrafficCounter();
+  const shadows = new ShadowSender({
+    queueCapacity: options.shadowQueueCapacity ?? 256,
+    concurrency: options.shadowConcurrency ?? 8,
+    timeoutMs: options.shadowTimeoutMs ?? 5_000,
+    metrics,
+  });
+  metrics.watchShadowQueue(() => shadows.queued);
+  const trafficContext = {
+    counter: trafficCounter,
+    random: options.random ?? Math.random,
+    onBadPath: (endpoint: string, problem: string) =>
+      log.warn({ endpoint, problem }, 'traffic key path not compiled; it is ignored'),
+  };
   const state: GatewayState = {
     table: null,
     metrics,
@@ -111,6 +144,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     upstreamTimeoutMs,
     clientStallMs: clientTimeoutMs,
     ejectMs: options.ejectMs ?? 5_000,
+    shadows,
   };
   const persister = new SnapshotPersister(options.stateDir, log);
   const badSchema = (endpoint: string, reason: string): void =>
@@ -121,7 +155,15 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     if (current !== null && snapshot.version <= current.version) return false;
     admission.sync(snapshot, performance.now());
     const replicaStates = replicas.sync(snapshot);
-    state.table = buildRouteTable(snapshot, current, replicaStates, metrics, admission, badSchema);
+    state.table = buildRouteTable(
+      snapshot,
+      current,
+      replicaStates,
+      metrics,
+      admission,
+      badSchema,
+      trafficContext,
+    );
     metrics.setSnapshotVersion(snapshot.version);
     log.info(
       { version: snapshot.version, endpoints: snapshot.endpoints.length },
@@ -179,6 +221,22 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     });
     watcher.start();
   }
+  let reporter: TrafficReporter | null = null;
+  const snapshotsFromControl = (options.snapshotSource ?? 'control-plane') === 'control-plane';
+  if (options.reportTraffic ?? snapshotsFromControl) {
+    const { controlUrl, controlToken } = options;
+    reporter = new TrafficReporter({
+      controlUrl: typeof controlUrl === 'string' ? () => controlUrl : controlUrl,
+      token: typeof controlToken === 'function' ? controlToken : () => controlToken ?? '',
+      intervalMs: options.trafficReportIntervalMs ?? 1_000,
+      timeoutMs: 5_000,
+      counter: trafficCounter,
+      gateway: `${hostname()}:${process.pid}`,
+      metrics,
+      log,
+    });
+    reporter.start();
+  }
   log.info({ url }, 'gateway listening');
 
   let closing: Promise<void> | null = null;
@@ -192,6 +250,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
         await watcher?.stop();
         llmRouter.close();
         await closeServer(server);
+        await shadows.close();
+        await reporter?.stop();
         await replicas.close();
         await persister.flush();
       })()),

@@ -60,6 +60,7 @@ export const skippedResponseHeaders: ReadonlySet<string> = new Set([
   'traceparent',
   'kiln-endpoint',
   'kiln-model-version',
+  'kiln-model',
   'kiln-replica',
 ]);
 
@@ -192,6 +193,8 @@ export abstract class UpstreamExchange<Settings extends UpstreamSettings>
       this.entry!.name,
       'kiln-model-version',
       replica.versionText,
+      'kiln-model',
+      replica.model,
       'kiln-replica',
       replica.id,
     );

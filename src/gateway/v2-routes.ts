@@ -380,6 +380,8 @@ function entryHeaders(entry: EndpointEntry, requestId: string, traceparent: stri
     entry.name,
     'kiln-model-version',
     entry.versionText,
+    'kiln-model',
+    entry.model,
   ];
 }
 

@@ -1,0 +1,119 @@
+// An endpoint's traffic policy (routing snapshot `traffic`) compiled for the hot path, once
+// per snapshot, beside its EndpointEntry (route-table.ts):
+//   - the split (traffic-split.ts) and the caller-key and slice sources (caller-key.ts);
+//   - one EndpointEntry per variant, in the split's order, with the variant's own request
+//     check, replicas, metric series and version counter (the endpoint's gate, bucket, name
+//     and paths): a request picked for a variant is checked and sent as if the variant were
+//     the endpoint, and answers with its version;
+//   - one ShadowEntry per shadow version.
+// A request keeps its bucket (0..9 999), not its variant: a newer snapshot's table maps the
+// same bucket through its own split, so a request re-picked mid-flight lands where a new
+// request of the same user would.
+
+import { compileCallerKey, type CallerKeySource } from '../traffic/caller-key.ts';
+import { TrafficSplit, type RandomSource, type ShadowVersion } from '../traffic/traffic-split.ts';
+import type { ReplicaState } from './replica-set.ts';
+import type { CompiledNaming } from '../protocol/v2/input-naming.ts';
+import type { RequestCheck } from './request-check.ts';
+import type { EndpointTrafficCounter, ShadowCounter } from './traffic-counter.ts';
+
+/** What of an EndpointEntry a variant entry needs (kept minimal to avoid an import cycle). */
+export interface VariantTarget {
+  readonly replicas: readonly ReplicaState[];
+}
+
+export interface ShadowEntry {
+  readonly model: string;
+  readonly version: number;
+  readonly sampleRate: number;
+  /** null: the snapshot has no schema for it (copies go unchecked, the worker checks). */
+  readonly check: RequestCheck | null;
+  readonly requestKey: string;
+  readonly naming: CompiledNaming | null;
+  readonly replicas: readonly ReplicaState[];
+  readonly counts: ShadowCounter;
+  /** Rotating start for replica choice. */
+  cursor: number;
+}
+
+export class TrafficEntry<Variant extends VariantTarget> {
+  readonly split: TrafficSplit;
+  readonly keySource: CallerKeySource;
+  /** null: no slice key, no slices counted. */
+  readonly sliceSource: CallerKeySource | null;
+  /** Whether the pick needs the body (a key path or slice path is set). */
+  readonly readsBody: boolean;
+  /** Per split version (same order): the entry its requests go to (see `entryAt`). */
+  private readonly served: readonly Variant[];
+  private readonly byVersion: ReadonlyMap<object, Variant>;
+  private readonly shadowByVersion: ReadonlyMap<object, ShadowEntry>;
+
+  constructor(
+    split: TrafficSplit,
+    keySource: CallerKeySource,
+    sliceSource: CallerKeySource | null,
+    /** One per split version, in its order. */
+    readonly variants: readonly Variant[],
+    /** One per split shadow, in its order. */
+    readonly shadows: readonly ShadowEntry[],
+    readonly counter: EndpointTrafficCounter,
+  ) {
+    this.split = split;
+    this.keySource = keySource;
+    this.sliceSource = sliceSource;
+    this.readsBody = keySource.segments.length > 0 || (sliceSource?.segments.length ?? 0) > 0;
+    // A variant with no ready replica gives its requests to the first variant that has one
+    // (they count where they are served); none has one: each keeps its own (503).
+    const fallback = variants.find((v) => v.replicas.length > 0);
+    this.served = variants.map((v) => (v.replicas.length > 0 ? v : (fallback ?? v)));
+    const byVersion = new Map<object, Variant>();
+    split.versions.forEach((version, i) => byVersion.set(version, this.served[i]!));
+    this.byVersion = byVersion;
+    const shadowByVersion = new Map<object, ShadowEntry>();
+    split.shadows.forEach((version, i) => shadowByVersion.set(version, shadows[i]!));
+    this.shadowByVersion = shadowByVersion;
+  }
+
+  /** The entry serving a request in `bucket` (in [0, 10 000)). */
+  entryAt(bucket: number): Variant {
+    return this.byVersion.get(this.split.versionAt(bucket))!;
+  }
+
+  /** The shadows that get a copy of one request (sampled apart for each). */
+  pickShadows(): readonly ShadowEntry[] {
+    const chosen = this.split.pickShadows();
+    if (chosen.length === 0) return noShadows;
+    return chosen.map((version: ShadowVersion) => this.shadowByVersion.get(version)!);
+  }
+}
+
+const noShadows: readonly ShadowEntry[] = [];
+
+/** Compiles a caller-key or slice path of a snapshot; a bad one counts as none (logged). */
+export function keySourceOf(
+  path: string | null,
+  onBad: (problem: string) => void,
+): CallerKeySource {
+  const compiled = compileCallerKey(path);
+  if (compiled.ok) return compiled.source;
+  onBad(compiled.problem);
+  return { keyPath: null, segments: [] };
+}
+
+export function splitOf(
+  endpoint: string,
+  salt: string,
+  versions: readonly { model: string; version: number; weight: number }[],
+  shadows: readonly { model: string; version: number; sampleRate: number }[],
+  random: RandomSource,
+): TrafficSplit {
+  return new TrafficSplit(
+    {
+      endpoint,
+      salt,
+      versions: versions.map(({ model, version, weight }) => ({ model, version, weight })),
+      shadows: shadows.map(({ model, version, sampleRate }) => ({ model, version, sampleRate })),
+    },
+    random,
+  );
+}
