@@ -14,6 +14,7 @@ import { servableFormats } from '../runtimes/load-runtime.ts';
 import type { EndpointRecord } from '../store/serving-records.ts';
 import type { EndpointWriteOptions } from '../store/store.ts';
 import type { Reconciler, ReplicaStatus } from './reconciler.ts';
+import { TrafficService } from './traffic/traffic-service.ts';
 import {
   checkFieldsForFormat,
   checkLlmAgainstModel,
@@ -63,12 +64,18 @@ export class EndpointService {
   /** Formats of served versions, by "model@version" (versions are immutable). */
   private readonly formats = new Map<string, ModelFormat>();
 
+  /** The endpoints' traffic (a deploy that replaces the stable version changes it). */
+  readonly traffic: TrafficService;
+
   constructor(
     private readonly registry: Registry,
     private readonly reconciler: Reconciler,
     private readonly gatewayUrl: () => string,
     private readonly clock: Clock = systemClock,
-  ) {}
+    traffic?: TrafficService,
+  ) {
+    this.traffic = traffic ?? new TrafficService(registry, reconciler, clock);
+  }
 
   /**
    * `options.check`: see EndpointWriteOptions; `options.checkModel` sees the model as the

@@ -24,6 +24,7 @@ import { EndpointService } from './endpoints.ts';
 import { GatewayProcess } from './gateway-process.ts';
 import { lockHome } from './home-lock.ts';
 import { Reconciler } from './reconciler.ts';
+import { TrafficService, trafficOptionsFromEnv } from './traffic/traffic-service.ts';
 
 export interface PlatformOptions {
   readonly home: string;
@@ -62,6 +63,8 @@ export interface RunningPlatform {
   readonly registry: Registry;
   readonly endpoints: EndpointService;
   readonly reconciler: Reconciler;
+  /** Traffic policies, rollback, history, the gateways' reports (issue 13). */
+  readonly traffic: TrafficService;
   /** Names of the demo models registered at this start (empty unless `demo`). */
   readonly demoModels: readonly string[];
   close(): Promise<void>;
@@ -72,6 +75,8 @@ export const defaultMaxUploadBytes = 16 * 1024 ** 3;
 export async function startPlatform(options: PlatformOptions): Promise<RunningPlatform> {
   const home = resolve(options.home);
   const clock = options.clock ?? systemClock;
+  // Before anything is opened: a bad setting refuses the start and leaves nothing held.
+  const trafficOptions = trafficOptionsFromEnv(process.env);
   await mkdir(home, { recursive: true });
   const apiOnly = options.apiOnly === true;
   const lock = apiOnly ? null : lockHome(home);
@@ -106,7 +111,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     gatewayAcks: options.gateway !== false && !apiOnly,
   });
   let gatewayUrl = '';
-  const endpoints = new EndpointService(registry, reconciler, () => gatewayUrl, clock);
+  const traffic = new TrafficService(registry, reconciler, clock, trafficOptions);
+  const endpoints = new EndpointService(registry, reconciler, () => gatewayUrl, clock, traffic);
   let demoModels: string[] = [];
   let app: FastifyInstance | undefined;
   let gateway: GatewayProcess | undefined;
@@ -167,7 +173,16 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       gatewayUrl = (await gateway.adopt()) ?? (await gateway.start());
     }
     if (demoModels.length > 0) await deployDemoEndpoints(endpoints, home);
-    return { url, gatewayUrl, registry, endpoints, reconciler, demoModels, close: closeAll };
+    return {
+      url,
+      gatewayUrl,
+      registry,
+      endpoints,
+      reconciler,
+      traffic,
+      demoModels,
+      close: closeAll,
+    };
   } catch (error) {
     await closeAll();
     throw error;

@@ -43,6 +43,7 @@ const declared: Readonly<Record<string, Need>> = {
   'PUT /api/v1/endpoints/:name': 'team',
   'DELETE /api/v1/endpoints/:name': 'team',
   'GET /api/v1/routing/snapshot': 'routing',
+  'POST /api/v1/traffic/reports': 'routing',
   'POST /api/v1/models': 'team',
   'GET /api/v1/models': 'read',
   'GET /api/v1/models/:name': 'read',

@@ -32,6 +32,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** What the route needs of its caller; see access-policy.ts. */
     access?: Access;
+    /**
+     * false: calls are not audited (a gateway's traffic report every second is telemetry,
+     * not a change anyone made; it would drown the log).
+     */
+    audit?: boolean;
   }
   interface FastifyRequest {
     /** The authenticated caller; null when no valid token came (open routes only). */
@@ -87,6 +92,7 @@ export function installAccessControl(app: FastifyInstance, options: AccessContro
   const audited = new WeakSet<FastifyRequest>();
   const audit = async (request: FastifyRequest, status: number, code: string | null) => {
     if (request.method === 'GET' || request.method === 'HEAD' || audited.has(request)) return;
+    if (request.routeOptions.config.audit === false) return;
     audited.add(request);
     const principal = request.principal;
     try {

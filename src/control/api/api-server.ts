@@ -11,6 +11,7 @@ import { registerBlobRoutes } from './routes-blobs.ts';
 import { registerModelRoutes } from './routes-models.ts';
 import { registerSystemRoutes } from './routes-system.ts';
 import { registerServingRoutes } from './routes-serving.ts';
+import { registerTrafficRoutes } from './routes-traffic.ts';
 import type { EndpointService } from '../endpoints.ts';
 import type { Reconciler } from '../reconciler.ts';
 
@@ -74,6 +75,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
   if (options.serving !== undefined) {
     const { endpoints, reconciler } = options.serving;
     registerServingRoutes(app, options.registry.store, endpoints, reconciler);
+    registerTrafficRoutes(app, endpoints.traffic);
   }
   registerModelRoutes(app, options.registry);
   // A stored blob may repair a replica failing on a damaged copy of it: retry that one now.
