@@ -25,6 +25,8 @@ import { GatewayProcess } from './gateway-process.ts';
 import { lockHome } from './home-lock.ts';
 import { Reconciler } from './reconciler.ts';
 import { TrafficService, trafficOptionsFromEnv } from './traffic/traffic-service.ts';
+import { httpGoldenRunner } from './traffic/golden-check.ts';
+import { RolloutController } from './traffic/rollout-controller.ts';
 
 export interface PlatformOptions {
   readonly home: string;
@@ -65,6 +67,7 @@ export interface RunningPlatform {
   readonly reconciler: Reconciler;
   /** Traffic policies, rollback, history, the gateways' reports (issue 13). */
   readonly traffic: TrafficService;
+  readonly rollouts: RolloutController;
   /** Names of the demo models registered at this start (empty unless `demo`). */
   readonly demoModels: readonly string[];
   close(): Promise<void>;
@@ -113,11 +116,21 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   let gatewayUrl = '';
   const traffic = new TrafficService(registry, reconciler, clock, trafficOptions);
   const endpoints = new EndpointService(registry, reconciler, () => gatewayUrl, clock, traffic);
+  const rollouts = new RolloutController({
+    store,
+    traffic,
+    observations: traffic,
+    replicas: reconciler,
+    golden: httpGoldenRunner(),
+    clock,
+    log: (message) => process.stderr.write(`kiln: ${message}\n`),
+  });
   let demoModels: string[] = [];
   let app: FastifyInstance | undefined;
   let gateway: GatewayProcess | undefined;
   const closeAll = async (): Promise<void> => {
     try {
+      await rollouts.close();
       await gateway?.stop();
       await reconciler.close();
       await app?.close();
@@ -144,7 +157,9 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       clock,
       maxUploadBytes: options.maxUploadBytes ?? defaultMaxUploadBytes,
       logger: options.logger ?? false,
-      ...(apiOnly ? {} : { serving: { endpoints, reconciler, gatewayUrl: () => gatewayUrl } }),
+      ...(apiOnly
+        ? {}
+        : { serving: { endpoints, reconciler, rollouts, gatewayUrl: () => gatewayUrl } }),
     });
     await app.listen({ host: options.host, port: options.port });
     const address = app.server.address();
@@ -160,6 +175,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       await writeFile(`${controlUrlFile}.tmp`, `${url}\n`);
       await rename(`${controlUrlFile}.tmp`, controlUrlFile);
       reconciler.start();
+      // Carries on whatever rollout the last control plane on this home left active.
+      rollouts.start();
     }
     if (withGateway) {
       gateway = new GatewayProcess({
@@ -180,6 +197,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       endpoints,
       reconciler,
       traffic,
+      rollouts,
       demoModels,
       close: closeAll,
     };

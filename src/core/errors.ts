@@ -384,6 +384,12 @@ export const errorRegistry = {
     retryable: false,
     template: '{model} v{version} did not reproduce its golden set: {reason}',
   },
+  KILN_GOLDEN_SET_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    template: '{model} v{version} has no golden set',
+    hint: 'register one with `kiln models golden set MODEL:VERSION FILE`',
+  },
   // --- everything else ---
   KILN_INTERNAL: {
     status: 500,

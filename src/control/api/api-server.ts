@@ -8,12 +8,15 @@ import { installAccessControl } from './access-control.ts';
 import { installErrorHandling, installJsonParser } from './error-handler.ts';
 import { registerAccessRoutes } from './routes-access.ts';
 import { registerBlobRoutes } from './routes-blobs.ts';
+import { registerGoldenRoutes } from './routes-golden.ts';
 import { registerModelRoutes } from './routes-models.ts';
+import { registerRolloutRoutes } from './routes-rollouts.ts';
 import { registerSystemRoutes } from './routes-system.ts';
 import { registerServingRoutes } from './routes-serving.ts';
 import { registerTrafficRoutes } from './routes-traffic.ts';
 import type { EndpointService } from '../endpoints.ts';
 import type { Reconciler } from '../reconciler.ts';
+import type { RolloutController } from '../traffic/rollout-controller.ts';
 
 export interface ApiServerOptions {
   readonly registry: Registry;
@@ -30,6 +33,7 @@ export interface ApiServerOptions {
     readonly endpoints: EndpointService;
     readonly reconciler: Reconciler;
     readonly gatewayUrl: () => string;
+    readonly rollouts?: RolloutController;
   };
 }
 
@@ -76,8 +80,11 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     const { endpoints, reconciler } = options.serving;
     registerServingRoutes(app, options.registry.store, endpoints, reconciler);
     registerTrafficRoutes(app, endpoints.traffic);
+    const rollouts = options.serving.rollouts;
+    if (rollouts !== undefined) registerRolloutRoutes(app, options.registry, rollouts);
   }
   registerModelRoutes(app, options.registry);
+  registerGoldenRoutes(app, options.registry);
   // A stored blob may repair a replica failing on a damaged copy of it: retry that one now.
   const reconciler = options.serving?.reconciler;
   registerBlobRoutes(app, options.registry.artifacts, options.maxUploadBytes, (digest) =>
