@@ -21,6 +21,13 @@ export interface RolloutBody {
   readonly lastAnalysis: unknown;
 }
 
+/** What the rollout routes answer: the record, its percent now, the live analysis. */
+interface RolloutView {
+  readonly rollout: RolloutBody;
+  readonly percent: number;
+  readonly analysis: unknown;
+}
+
 export interface TrafficEventBody {
   readonly action: string;
   readonly actor: string;
@@ -108,7 +115,7 @@ export class TrafficApi {
     return expect(response, [200], `rollback ${endpoint}`);
   }
 
-  /** POST /api/v1/endpoints/{name}/rollouts: a canary of `model:version`. */
+  /** POST /api/v1/endpoints/{name}/rollouts: a canary of `model:version` (routes-rollouts.ts). */
   async startRollout(endpoint: string, body: Record<string, unknown>): Promise<RolloutBody> {
     const response = await call(
       this.url,
@@ -117,12 +124,12 @@ export class TrafficApi {
       body,
       this.headers,
     );
-    return expect(response, [200, 201], `rollout start ${endpoint}`) as RolloutBody;
+    return (expect(response, [201], `rollout start ${endpoint}`) as RolloutView).rollout;
   }
 
   async rollout(id: string): Promise<RolloutBody> {
     const response = await call(this.url, 'GET', `/api/v1/rollouts/${id}`, undefined, this.headers);
-    return expect(response, [200], `rollout ${id}`) as RolloutBody;
+    return (expect(response, [200], `rollout ${id}`) as RolloutView).rollout;
   }
 
   /** GET /api/v1/endpoints/{name}/history: newest first. */

@@ -81,6 +81,7 @@ async function canaryRolledBack(
 function assertSliceDeNamed(rollout: RolloutBody, check: RegExp): void {
   assert.equal(rollout.state, 'rolled-back', JSON.stringify(rollout));
   const reason = rollout.reason ?? '';
+  console.log(`rollout ${rollout.id} ${rollout.state}: ${reason}`);
   assert.match(reason, /slice country=de/, reason);
   assert.match(reason, check, reason);
   // Only de is worse: no other scope is among the reasons.
