@@ -84,7 +84,11 @@ export class EndpointService {
   async deploy(
     name: string,
     request: DeployRequest,
-    options: EndpointWriteOptions & { readonly checkModel?: (model: Model) => void } = {},
+    options: EndpointWriteOptions & {
+      readonly checkModel?: (model: Model) => void;
+      /** Who deploys, for the endpoint's traffic history (default: the platform itself). */
+      readonly actor?: string;
+    } = {},
   ): Promise<{ endpoint: EndpointView; created: boolean }> {
     checkName('endpoint', name);
     if (request.version !== undefined && request.alias !== undefined) {
@@ -120,6 +124,17 @@ export class EndpointService {
     const team = request.team ?? model.team;
     checkName('team', team);
     const config = completeEndpointConfig(request.config ?? {});
+    // Replacing the stable version is refused while a rollout or experiment runs on it;
+    // a deploy of the same version (new replicas, new settings) is not.
+    const existing = await this.registry.store.getEndpoint(name);
+    if (
+      existing !== null &&
+      (existing.model !== model.name || existing.version !== version.version)
+    ) {
+      await this.traffic.checkDeployAllowed(name);
+    }
+    // The endpoint as the write found it, read in its transaction: what the deploy replaced.
+    let before: EndpointRecord | null = null;
     const { endpoint, created } = await this.registry.store.putEndpoint(
       {
         name,
@@ -130,8 +145,14 @@ export class EndpointService {
         replicas: request.replicas ?? 1,
         config,
       },
-      options.check === undefined ? {} : { check: options.check },
+      {
+        check: (found) => {
+          before = found;
+          options.check?.(found);
+        },
+      },
     );
+    await this.traffic.recordDeploy(before, endpoint, options.actor ?? 'platform');
     await this.reconciler.trigger();
     return { endpoint: this.view(endpoint, version.format), created };
   }

@@ -79,7 +79,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
   if (options.serving !== undefined) {
     const { endpoints, reconciler } = options.serving;
     registerServingRoutes(app, options.registry.store, endpoints, reconciler);
-    registerTrafficRoutes(app, endpoints.traffic);
+    registerTrafficRoutes(app, options.registry.store, endpoints.traffic);
     const rollouts = options.serving.rollouts;
     if (rollouts !== undefined) registerRolloutRoutes(app, options.registry, rollouts);
   }

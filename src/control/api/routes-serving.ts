@@ -12,6 +12,7 @@ import { adminAccess, routingAccess, teamAccess } from '../access-policy.ts';
 import type { EndpointRecord } from '../../store/serving-records.ts';
 import { recheckTeams } from './access-control.ts';
 import { registerTeamLimitRoutes } from './routes-team-limits.ts';
+import { actorOf } from '../traffic/traffic-service.ts';
 
 const shortString = { type: 'string', minLength: 1, maxLength: 256 } as const;
 
@@ -138,6 +139,7 @@ export function registerServingRoutes(
     async (request, reply) => {
       const { endpoint, created } = await endpoints.deploy(request.params.name, request.body, {
         ...sameTeams(request),
+        actor: actorOf(request),
         // A model is never deleted and its team never changes: one read is the one used.
         checkModel: (model) => recheckTeams(request, [model.team, request.body.team ?? model.team]),
       });
