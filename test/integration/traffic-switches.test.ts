@@ -91,8 +91,16 @@ test('no request fails across a split, its rollback, a replace, a CLI rollback a
       const before = load.answeredBy(1);
       const started = performance.now();
       const cli = cliRollback(ENDPOINT);
-      await load.waitFor(() => load.answeredBy(1) > before, 'a first answer from v1');
-      const switchedMs = performance.now() - started;
+      const switched = load
+        .waitFor(() => load.answeredBy(1) > before, 'a first answer from v1')
+        .then(() => performance.now() - started);
+      // A CLI that fails ends the wait at once, with its error.
+      const switchedMs = await Promise.race([
+        switched,
+        cli.then((done) =>
+          done.code === 0 ? switched : Promise.reject(new Error(`kiln rollback: ${done.stderr}`)),
+        ),
+      ]);
       const done = await cli;
       assert.equal(done.code, 0, done.stderr);
       console.log(
@@ -123,6 +131,21 @@ test('no request fails across a split, its rollback, a replace, a CLI rollback a
       assert.equal(done.state, 'succeeded', JSON.stringify(done));
       await load.waitForOnly(3);
       assert.equal((await api.endpoint(ENDPOINT)).version, 3);
+    });
+
+    await t.test('history lists every switch', async () => {
+      const actions = (await api.history(ENDPOINT)).map((event) => event.action).reverse();
+      const wanted = [
+        'policy',
+        'rollback',
+        'deploy',
+        'rollback',
+        'rollout-start',
+        'rollout-complete',
+      ];
+      let at = 0;
+      for (const action of actions) if (action === wanted[at]) at++;
+      assert.equal(at, wanted.length, `history (oldest first): ${actions.join(', ')}`);
     });
   } finally {
     const summary = await load.stop();
