@@ -218,7 +218,10 @@ export interface Store {
   /**
    * Merges outcomes into the per (variant, metric) aggregates in one transaction. A metric
    * keeps the kind it was first reported with: another kind for it refuses the whole call
-   * (KILN_VALIDATION_FAILED) and nothing is merged. Unknown experiment: KILN_EXPERIMENT_NOT_FOUND.
+   * (KILN_VALIDATION_FAILED) and nothing is merged; so does a variant that is not one of the
+   * experiment's (`model:version`), a rate value other than 0 or 1, or a non-finite value.
+   * Unknown experiment: KILN_EXPERIMENT_NOT_FOUND. A stopped experiment still takes outcomes
+   * (conversions arrive late); the caller decides whether to refuse them.
    */
   addOutcomes(experimentId: string, entries: readonly OutcomeEntry[]): Promise<void>;
   listOutcomes(experimentId: string): Promise<readonly OutcomeAggregate[]>;
@@ -226,6 +229,8 @@ export interface Store {
   /**
    * Merges gateway observations into their rows (endpoint, bucketStart, kind, model, version,
    * slice) in one transaction: `merge(existing data or null, delta data)` gives the new data.
+   * A bucketStart that is not an ISO time on an observationBucketMs boundary refuses the whole
+   * call (KILN_VALIDATION_FAILED), as does anything `merge` throws: nothing is merged.
    */
   mergeObservations(
     deltas: readonly ObservationDelta[],

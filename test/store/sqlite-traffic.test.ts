@@ -4,8 +4,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import { setTimeout as delay } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import { sqliteMigrations } from '../../src/store/sqlite/migrations.ts';
 import { KilnError } from '../../src/core/errors.ts';
 import type { NewVersion } from '../../src/store/store.ts';
 import type {
@@ -14,6 +19,8 @@ import type {
   TrafficPolicy,
 } from '../../src/store/traffic-records.ts';
 import { FakeClock, tempDir } from '../helpers/temp-dir.ts';
+
+const root = new URL('../../', import.meta.url).pathname;
 
 function newVersion(): NewVersion {
   return {
@@ -747,6 +754,20 @@ test('a version the traffic runs cannot be deleted; one only kept as previous or
   assert.equal((await store.deleteVersion('iris', 3)).deletedAt !== null, true);
   clock.advance(10 * 60_000);
   assert.equal((await store.deleteVersion('iris', 2)).deletedAt !== null, true);
+  // The expired entry may still be written back (the reconciler drops it on its next pass):
+  // it names a deleted version, but runs nothing, so it is no reason to refuse a change.
+  const record = await store.updateEndpointTraffic('iris', {
+    warm: [{ model: 'iris', version: 2, until: '2026-01-01T00:10:00.000Z' }],
+    event: event('policy'),
+  });
+  assert.equal(record.warm.length, 1);
+  await assert.rejects(
+    store.updateEndpointTraffic('iris', {
+      warm: [{ model: 'iris', version: 2, until: '2026-01-01T00:30:00.000Z' }],
+      event: event('policy'),
+    }),
+    kilnCode('KILN_VERSION_NOT_FOUND'),
+  );
   await store.close();
 });
 
@@ -780,6 +801,16 @@ test('appendTrafficEvent: history without a change; pages newest first and filte
     recent.items.map((e) => e.detail),
     [{ i: 4 }, { i: 3 }],
   );
+  // The same instant written without milliseconds finds the same events.
+  const short = await store.listTrafficEvents('iris', { limit: 10, since: '2026-01-01T00:00:03Z' });
+  assert.deepEqual(
+    short.items.map((e) => e.detail),
+    [{ i: 4 }, { i: 3 }],
+  );
+  await assert.rejects(
+    store.listTrafficEvents('iris', { limit: 10, since: 'last week' }),
+    kilnCode('KILN_VALIDATION_FAILED'),
+  );
   const noDetail = await store.appendTrafficEvent({
     endpoint: 'iris',
     actor: 'reconciler',
@@ -788,5 +819,235 @@ test('appendTrafficEvent: history without a change; pages newest first and filte
     detail: undefined,
   });
   assert.equal(noDetail.detail, null);
+  await store.close();
+});
+
+test('a refused change undoes what it had already written (stable move, then a rollout refused)', async () => {
+  const { store, path } = await openStore();
+  await store.updateEndpointTraffic('iris', {
+    rollout: { create: canary('r-1') },
+    event: event('rollout-start'),
+  });
+  const before = snapshotTables(path);
+  // The stable move is written before the rollout is checked: the refusal must undo it.
+  await assert.rejects(
+    store.updateEndpointTraffic('iris', {
+      stable: { model: 'iris', version: 2, ref: '2' },
+      policy: split90,
+      rollout: { create: canary('r-2') },
+      event: event('rollout-start'),
+    }),
+    kilnCode('KILN_ROLLOUT_IN_PROGRESS'),
+  );
+  assert.deepEqual(snapshotTables(path), before);
+  assert.equal((await store.getEndpoint('iris'))?.version, 1);
+  // An event naming another endpoint is a programming error, refused the same way.
+  await assert.rejects(
+    store.updateEndpointTraffic('iris', {
+      stable: { model: 'iris', version: 2, ref: '2' },
+      event: event('rollback', 'other'),
+    }),
+    /carries an event of endpoint other/,
+  );
+  assert.deepEqual(snapshotTables(path), before);
+  await store.close();
+});
+
+test('the partial unique indexes refuse a second active rollout or running experiment whoever writes', async () => {
+  const { store, path } = await openStore();
+  await store.updateEndpointTraffic('iris', {
+    rollout: { create: canary('r-1') },
+    event: event('rollout-start'),
+  });
+  const db = new Database(path);
+  const insertRollout = db.prepare(
+    `INSERT INTO rollouts (id, endpoint, strategy, baseline_model, baseline_version, canary_model,
+       canary_version, steps_json, step_index, interval_ms, thresholds_json, state,
+       last_analysis_json, created_by, created_at, updated_at)
+     VALUES (?, 'iris', 'canary', 'iris', 1, 'iris', 2, '[100]', -1, 1, '{}', ?, 'null', 'x', 't', 't')`,
+  );
+  for (const state of ['starting', 'running', 'paused']) {
+    assert.throws(() => insertRollout.run(`raw-${state}`, state), {
+      code: 'SQLITE_CONSTRAINT_UNIQUE',
+    });
+  }
+  // Finished ones are not limited.
+  for (const state of ['succeeded', 'rolled-back', 'aborted'])
+    insertRollout.run(`raw-${state}`, state);
+  const insertExperiment = db.prepare(
+    `INSERT INTO experiments (id, endpoint, name, variants_json, salt, state, created_by, created_at)
+     VALUES (?, 'iris', 'n', '[]', 's', ?, 'x', 't')`,
+  );
+  insertExperiment.run('x-1', 'running');
+  assert.throws(() => insertExperiment.run('x-2', 'running'), { code: 'SQLITE_CONSTRAINT_UNIQUE' });
+  insertExperiment.run('x-3', 'stopped');
+  db.close();
+  assert.deepEqual(
+    (await store.listRollouts({ endpoint: 'iris', active: true })).map((r) => r.id),
+    ['r-1'],
+  );
+  await store.close();
+});
+
+test('rollouts started at once from several processes: exactly one is created, the others are told which', async () => {
+  const { store, path } = await openStore();
+  await store.close();
+  const goFile = `${path}.go`;
+  const ids = ['p-1', 'p-2', 'p-3', 'p-4'];
+  const children = ids.map((id) => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'test/store/rollout-race-child.ts', path, goFile, id],
+      { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const lines: unknown[] = [];
+    createInterface({ input: child.stdout }).on('line', (line) => lines.push(JSON.parse(line)));
+    const exited = new Promise<void>((resolve, reject) =>
+      child.on('exit', (code) =>
+        code === 0 ? resolve() : reject(new Error(`child ${id} exited ${code}: ${stderr}`)),
+      ),
+    );
+    return { child, lines, exited };
+  });
+  // Every child has opened the store before the go: the writes race, not the startups.
+  // Spawning under load is slow, so the wait is generous; a child that never gets ready is
+  // killed rather than left waiting for the go.
+  const deadline = Date.now() + 120_000;
+  while (!children.every((c) => c.lines.length >= 1)) {
+    if (Date.now() > deadline || children.some((c) => c.child.exitCode !== null)) {
+      for (const c of children) c.child.kill('SIGKILL');
+      assert.fail('every child should have opened the store');
+    }
+    await delay(10);
+  }
+  await writeFile(goFile, 'go');
+  await Promise.all(children.map((c) => c.exited));
+  const results = children.map((c) => c.lines[1] as { id: string; ok: boolean; code?: string });
+  const winners = results.filter((r) => r.ok);
+  assert.equal(winners.length, 1, JSON.stringify(results));
+  for (const r of results.filter((x) => !x.ok)) assert.equal(r.code, 'KILN_ROLLOUT_IN_PROGRESS');
+
+  const again = SqliteStore.open(path);
+  assert.equal((await again.getActiveRollout('iris'))?.id, winners[0]?.id);
+  assert.equal((await again.listRollouts({ endpoint: 'iris' })).length, 1);
+  const traffic = await again.getEndpointTraffic('iris');
+  assert.equal(traffic?.revision, 1);
+  assert.equal((await again.listTrafficEvents('iris', { limit: 10 })).items.length, 1);
+  await again.close();
+});
+
+test('two stores on one file: a write based on a stale read is a conflict', async () => {
+  const { store: a, path } = await openStore();
+  const b = SqliteStore.open(path);
+  await a.updateEndpointTraffic('iris', { policy: split90, event: event('policy') });
+  const readByA = await a.getEndpointTraffic('iris');
+  const readByB = await b.getEndpointTraffic('iris');
+  assert.equal(readByA?.revision, 1);
+  await b.updateEndpointTraffic('iris', {
+    expectRevision: readByB?.revision ?? 0,
+    policy: null,
+    event: event('rollback'),
+  });
+  await assert.rejects(
+    a.updateEndpointTraffic('iris', {
+      expectRevision: readByA?.revision ?? 0,
+      policy: { ...split90, salt: 'salt-2' },
+      event: event('policy'),
+    }),
+    kilnCode('KILN_TRAFFIC_CONFLICT'),
+  );
+  assert.equal((await a.getEndpointTraffic('iris'))?.policy, null);
+  await a.close();
+  await b.close();
+});
+
+test('a database from before traffic management is migrated in place and keeps its endpoints', async () => {
+  const dir = await tempDir();
+  const path = join(dir, 'kiln.db');
+  const old = SqliteStore.open(path, { migrations: sqliteMigrations.slice(0, 4) });
+  await old.createModel({ name: 'iris', team: 'default', description: '' });
+  await old.createVersion('iris', newVersion());
+  await old.putEndpoint({
+    name: 'iris',
+    team: 'default',
+    model: 'iris',
+    version: 1,
+    ref: '1',
+    replicas: 1,
+    config: {},
+  });
+  await old.close();
+  const store = SqliteStore.open(path);
+  assert.equal(await store.getEndpointTraffic('iris'), null);
+  const record = await store.updateEndpointTraffic('iris', {
+    policy: { ...split90, versions: [{ model: 'iris', version: 1, weight: 100 }], shadows: [] },
+    event: event('policy'),
+  });
+  assert.equal(record.revision, 1);
+  assert.equal((await store.getEndpoint('iris'))?.version, 1);
+  await store.close();
+});
+
+test('versions named by an active rollout or a running experiment cannot be deleted', async () => {
+  const { store } = await openStore();
+  await store.updateEndpointTraffic('iris', {
+    rollout: { create: canary('r-1') },
+    event: event('rollout-start'),
+  });
+  await assert.rejects(store.deleteVersion('iris', 2), /rollout r-1/);
+  await store.updateEndpointTraffic('iris', {
+    rollout: { id: 'r-1', patch: { state: 'aborted' } },
+    event: event('rollout-abort'),
+  });
+  await store.updateEndpointTraffic('iris', {
+    experiment: {
+      create: {
+        id: 'x-1',
+        endpoint: 'iris',
+        name: 'n',
+        variants: [
+          { model: 'iris', version: 1, weight: 50 },
+          { model: 'iris', version: 3, weight: 50 },
+        ],
+        salt: 'x-1',
+        keyPath: null,
+        createdBy: 'me',
+      },
+    },
+    event: event('experiment-start'),
+  });
+  await assert.rejects(store.deleteVersion('iris', 3), /experiment x-1/);
+  assert.ok((await store.deleteVersion('iris', 2)).deletedAt !== null);
+  await store.close();
+});
+
+test('traffic of several endpoints is listed by name; bad query times are a 400', async () => {
+  const { store } = await openStore();
+  for (const name of ['zeta', 'alpha']) {
+    await store.putEndpoint({
+      name,
+      team: 'default',
+      model: 'iris',
+      version: 2,
+      ref: '2',
+      replicas: 1,
+      config: {},
+    });
+    await store.updateEndpointTraffic(name, {
+      staged: [{ model: 'iris', version: 3 }],
+      event: event('blue-green-stage', name),
+    });
+  }
+  assert.deepEqual(
+    (await store.listEndpointTraffic()).map((r) => r.endpoint),
+    ['alpha', 'zeta'],
+  );
+  await assert.rejects(
+    store.listObservations({ endpoint: 'iris', since: 'yesterday' }),
+    kilnCode('KILN_VALIDATION_FAILED'),
+  );
+  await assert.rejects(store.pruneObservations('soon'), kilnCode('KILN_VALIDATION_FAILED'));
   await store.close();
 });

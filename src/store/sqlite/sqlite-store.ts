@@ -31,6 +31,7 @@ import { SqliteSigningTables } from './sqlite-signing.ts';
 import { SqliteTeamLimitTables } from './sqlite-team-limits.ts';
 import { SqliteAccessTables } from './sqlite-access.ts';
 import { SqliteTrafficTables } from './sqlite-traffic.ts';
+import { SqliteRolloutTables } from './sqlite-rollouts.ts';
 import { SqliteTrafficDataTables } from './sqlite-traffic-data.ts';
 import type { AuditRecord, NewAuditRecord, NewToken, TokenRecord } from '../access-records.ts';
 import type {
@@ -84,6 +85,7 @@ export class SqliteStore implements Store {
   private readonly teamLimits: SqliteTeamLimitTables;
   private readonly access: SqliteAccessTables;
   private readonly traffic: SqliteTrafficTables;
+  private readonly rollouts: SqliteRolloutTables;
   private readonly trafficData: SqliteTrafficDataTables;
 
   private constructor(db: Database.Database, clock: Clock) {
@@ -93,7 +95,8 @@ export class SqliteStore implements Store {
     this.signing = new SqliteSigningTables(db, clock);
     this.teamLimits = new SqliteTeamLimitTables(db, clock);
     this.access = new SqliteAccessTables(db, clock);
-    this.traffic = new SqliteTrafficTables(db, clock);
+    this.rollouts = new SqliteRolloutTables(db);
+    this.traffic = new SqliteTrafficTables(db, clock, this.rollouts);
     this.trafficData = new SqliteTrafficDataTables(db, clock);
   }
 
@@ -670,29 +673,29 @@ export class SqliteStore implements Store {
   }
 
   getRollout(id: string): Promise<RolloutRecord | null> {
-    return this.run(() => this.traffic.getRollout(id));
+    return this.run(() => this.rollouts.getRollout(id));
   }
 
   getActiveRollout(endpoint: string): Promise<RolloutRecord | null> {
-    return this.run(() => this.traffic.getActiveRollout(endpoint));
+    return this.run(() => this.rollouts.getActiveRollout(endpoint));
   }
 
   listRollouts(query: {
     readonly endpoint?: string;
     readonly active?: boolean;
   }): Promise<readonly RolloutRecord[]> {
-    return this.run(() => this.traffic.listRollouts(query));
+    return this.run(() => this.rollouts.listRollouts(query));
   }
 
   getExperiment(id: string): Promise<ExperimentRecord | null> {
-    return this.run(() => this.traffic.getExperiment(id));
+    return this.run(() => this.rollouts.getExperiment(id));
   }
 
   listExperiments(query: {
     readonly endpoint?: string;
     readonly state?: ExperimentRecord['state'];
   }): Promise<readonly ExperimentRecord[]> {
-    return this.run(() => this.traffic.listExperiments(query));
+    return this.run(() => this.rollouts.listExperiments(query));
   }
 
   addOutcomes(experimentId: string, entries: readonly OutcomeEntry[]): Promise<void> {

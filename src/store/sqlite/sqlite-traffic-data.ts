@@ -46,7 +46,7 @@ function invalid(reason: string): never {
 }
 
 /** Epoch ms of an ISO 8601 time; `what` names it in the refusal. */
-function timeMs(iso: string, what: string): number {
+export function timeMs(iso: string, what: string): number {
   const ms = Date.parse(iso);
   if (!Number.isFinite(ms)) invalid(`${what} ${JSON.stringify(iso)} is not an ISO 8601 time`);
   return ms;

@@ -1,6 +1,7 @@
 // SQLite tables for traffic management (migration 5): each endpoint's traffic record, the
-// history of changes, rollouts and experiments. SqliteStore delegates here; outcomes,
-// observations and golden sets are in sqlite-traffic-data.ts.
+// history of changes. SqliteStore delegates here; rollouts and experiments, written inside a
+// change, are in sqlite-rollouts.ts; outcomes, observations and golden sets in
+// sqlite-traffic-data.ts.
 //
 // A TrafficChange is one BEGIN IMMEDIATE transaction: every check runs with the write lock
 // held, and whatever it refuses (a KilnError thrown inside) rolls back all of it, so a
@@ -15,59 +16,28 @@ import type { Page } from '../../registry/types.ts';
 import { cursorNumber, decodePageToken, pageOf } from '../page-token.ts';
 import type { PageRequest } from '../store.ts';
 import {
-  activeRolloutStates,
   versionKey,
   type EndpointTrafficRecord,
-  type ExperimentRecord,
-  type NewExperiment,
-  type NewRollout,
   type NewTrafficEvent,
-  type RolloutPatch,
-  type RolloutRecord,
   type TrafficChange,
   type TrafficEvent,
   type VersionRef,
 } from '../traffic-records.ts';
 import {
   jsonText,
-  toExperiment,
-  toRollout,
   toTrafficEvent,
   toTrafficRecord,
-  type ExperimentRow,
-  type RolloutRow,
   type TrafficEventRow,
   type TrafficRow,
 } from './sqlite-traffic-rows.ts';
-import { liveVersionId } from './sqlite-traffic-data.ts';
-
-const activeStates = activeRolloutStates.map((s) => `'${s}'`).join(', ');
-
-/** Rollout patch fields and their columns; lastAnalysis is a JSON column. */
-const patchColumns: Readonly<Record<keyof RolloutPatch, string>> = {
-  stepIndex: 'step_index',
-  state: 'state',
-  stepStartedAt: 'step_started_at',
-  pausedAt: 'paused_at',
-  reason: 'reason',
-  lastAnalysis: 'last_analysis_json',
-  finishedAt: 'finished_at',
-};
-
-function isUniqueViolation(error: unknown): boolean {
-  return (error as { code?: unknown } | null)?.code === 'SQLITE_CONSTRAINT_UNIQUE';
-}
-
-function mismatch(what: string, endpoint: string, named: string): never {
-  throw kilnError('KILN_INTERNAL', {
-    reason: `a traffic change of endpoint ${endpoint} carries ${what} of endpoint ${named}`,
-  });
-}
+import { liveVersionId, timeMs } from './sqlite-traffic-data.ts';
+import { activeStates, mismatch, type SqliteRolloutTables } from './sqlite-rollouts.ts';
 
 export class SqliteTrafficTables {
   constructor(
     private readonly db: Database.Database,
     private readonly clock: Clock,
+    private readonly runs: SqliteRolloutTables,
   ) {}
 
   // ------------------------------------------------------------ traffic records
@@ -112,13 +82,13 @@ export class SqliteTrafficTables {
       if (change.stable !== undefined) this.moveStable(endpoint, change.stable, now);
       const rollout = change.rollout;
       if (rollout !== undefined) {
-        if ('create' in rollout) this.createRollout(endpoint, rollout.create, now);
-        else this.patchRollout(endpoint, rollout.id, rollout.patch, now);
+        if ('create' in rollout) this.runs.createRollout(endpoint, rollout.create, now);
+        else this.runs.patchRollout(endpoint, rollout.id, rollout.patch, now);
       }
       const experiment = change.experiment;
       if (experiment !== undefined) {
-        if ('create' in experiment) this.createExperiment(endpoint, experiment.create, now);
-        else this.stopExperiment(endpoint, experiment.stop, experiment.at);
+        if ('create' in experiment) this.runs.createExperiment(endpoint, experiment.create, now);
+        else this.runs.stopExperiment(endpoint, experiment.stop, experiment.at);
       }
       const policy = change.policy !== undefined ? change.policy : (current?.policy ?? null);
       const previous =
@@ -168,7 +138,8 @@ export class SqliteTrafficTables {
       ...(change.policy?.versions ?? []),
       ...(change.policy?.shadows ?? []),
       ...(change.staged ?? []),
-      ...(change.warm ?? []),
+      // A warm entry whose time is up runs nothing: its version may be gone meanwhile.
+      ...(change.warm ?? []).filter((w) => Date.parse(w.until) > this.clock.now()),
       ...(change.previous === undefined || change.previous === null ? [] : [change.previous]),
     ];
     const rollout = change.rollout;
@@ -229,12 +200,12 @@ export class SqliteTrafficTables {
         users.push(`traffic of endpoint ${record.endpoint}`);
       }
     }
-    for (const rollout of this.listRollouts({ active: true })) {
+    for (const rollout of this.runs.listRollouts({ active: true })) {
       if (versionKey(rollout.baseline) === key || versionKey(rollout.canary) === key) {
         users.push(`rollout ${rollout.id}`);
       }
     }
-    for (const experiment of this.listExperiments({ state: 'running' })) {
+    for (const experiment of this.runs.listExperiments({ state: 'running' })) {
       if (experiment.variants.some((v) => versionKey(v) === key)) {
         users.push(`experiment ${experiment.id}`);
       }
@@ -295,209 +266,16 @@ export class SqliteTrafficTables {
       request.pageToken === undefined
         ? Number.MAX_SAFE_INTEGER
         : cursorNumber(decodePageToken(request.pageToken), 'before');
+    // Stored times are toISOString()'s; `since` is made the same so text order is time order
+    // ('…:03Z' would sort after '…:03.000Z').
+    const since =
+      request.since === undefined ? null : new Date(timeMs(request.since, 'since')).toISOString();
     const rows = this.db
       .prepare(
         `SELECT * FROM traffic_events WHERE endpoint = ? AND id < ? AND (? IS NULL OR at >= ?)
          ORDER BY id DESC LIMIT ?`,
       )
-      .all(
-        endpoint,
-        before,
-        request.since ?? null,
-        request.since ?? null,
-        request.limit + 1,
-      ) as TrafficEventRow[];
+      .all(endpoint, before, since, since, request.limit + 1) as TrafficEventRow[];
     return pageOf(rows, request.limit, toTrafficEvent, (r) => ({ before: r.id }));
-  }
-
-  // ------------------------------------------------------------ rollouts
-
-  getRollout(id: string): RolloutRecord | null {
-    const row = this.db.prepare('SELECT * FROM rollouts WHERE id = ?').get(id) as
-      RolloutRow | undefined;
-    return row === undefined ? null : toRollout(row);
-  }
-
-  getActiveRollout(endpoint: string): RolloutRecord | null {
-    const row = this.db
-      .prepare(`SELECT * FROM rollouts WHERE endpoint = ? AND state IN (${activeStates})`)
-      .get(endpoint) as RolloutRow | undefined;
-    return row === undefined ? null : toRollout(row);
-  }
-
-  listRollouts(query: { readonly endpoint?: string; readonly active?: boolean }): RolloutRecord[] {
-    const rows = this.db
-      .prepare(
-        `SELECT * FROM rollouts WHERE (? IS NULL OR endpoint = ?)
-           AND (? = 0 OR state IN (${activeStates}))
-         ORDER BY created_at DESC, rowid DESC`,
-      )
-      .all(
-        query.endpoint ?? null,
-        query.endpoint ?? null,
-        query.active === true ? 1 : 0,
-      ) as RolloutRow[];
-    return rows.map(toRollout);
-  }
-
-  private createRollout(endpoint: string, rollout: NewRollout, now: string): void {
-    if (rollout.endpoint !== endpoint) mismatch('a rollout', endpoint, rollout.endpoint);
-    this.refuseActiveRollout(endpoint);
-    this.refuseRunningExperiment(endpoint, 'a rollout cannot start while an experiment runs');
-    try {
-      this.db
-        .prepare(
-          `INSERT INTO rollouts (id, endpoint, strategy, baseline_model, baseline_version,
-             canary_model, canary_version, steps_json, step_index, interval_ms, thresholds_json,
-             slice_key, slice_path, state, step_started_at, paused_at, reason,
-             last_analysis_json, created_by, created_at, updated_at, finished_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, 'null', ?, ?, ?, NULL)`,
-        )
-        .run(
-          rollout.id,
-          endpoint,
-          rollout.strategy,
-          rollout.baseline.model,
-          rollout.baseline.version,
-          rollout.canary.model,
-          rollout.canary.version,
-          JSON.stringify(rollout.steps),
-          rollout.stepIndex,
-          rollout.intervalMs,
-          JSON.stringify(rollout.thresholds),
-          rollout.sliceKey,
-          rollout.slicePath,
-          rollout.state,
-          rollout.stepStartedAt,
-          rollout.createdBy,
-          now,
-          now,
-        );
-    } catch (error) {
-      // The partial unique index: only reachable if another writer slipped past the check.
-      if (isUniqueViolation(error)) this.refuseActiveRollout(endpoint);
-      throw error;
-    }
-  }
-
-  private patchRollout(endpoint: string, id: string, patch: RolloutPatch, now: string): void {
-    const existing = this.getRollout(id);
-    if (existing === null || existing.endpoint !== endpoint) {
-      throw kilnError('KILN_ROLLOUT_NOT_FOUND', { rollout: id });
-    }
-    const sets: string[] = ['updated_at = ?'];
-    const values: unknown[] = [now];
-    for (const [field, column] of Object.entries(patchColumns) as [keyof RolloutPatch, string][]) {
-      const value = patch[field];
-      if (value === undefined) continue;
-      sets.push(`${column} = ?`);
-      values.push(field === 'lastAnalysis' ? jsonText(value) : value);
-    }
-    try {
-      this.db.prepare(`UPDATE rollouts SET ${sets.join(', ')} WHERE id = ?`).run(...values, id);
-    } catch (error) {
-      // Made active again while another rollout of the endpoint is.
-      if (isUniqueViolation(error)) this.refuseActiveRollout(endpoint, id);
-      throw error;
-    }
-  }
-
-  private refuseActiveRollout(endpoint: string, except?: string): void {
-    const active = this.db
-      .prepare(
-        `SELECT id, state FROM rollouts WHERE endpoint = ? AND state IN (${activeStates})
-           AND id IS NOT ?`,
-      )
-      .get(endpoint, except ?? null) as { id: string; state: string } | undefined;
-    if (active !== undefined) {
-      throw kilnError('KILN_ROLLOUT_IN_PROGRESS', {
-        endpoint,
-        rollout: active.id,
-        state: active.state,
-      });
-    }
-  }
-
-  // ------------------------------------------------------------ experiments
-
-  getExperiment(id: string): ExperimentRecord | null {
-    const row = this.db.prepare('SELECT * FROM experiments WHERE id = ?').get(id) as
-      ExperimentRow | undefined;
-    return row === undefined ? null : toExperiment(row);
-  }
-
-  listExperiments(query: {
-    readonly endpoint?: string;
-    readonly state?: ExperimentRecord['state'];
-  }): ExperimentRecord[] {
-    const rows = this.db
-      .prepare(
-        `SELECT * FROM experiments WHERE (? IS NULL OR endpoint = ?) AND (? IS NULL OR state = ?)
-         ORDER BY created_at DESC, rowid DESC`,
-      )
-      .all(
-        query.endpoint ?? null,
-        query.endpoint ?? null,
-        query.state ?? null,
-        query.state ?? null,
-      ) as ExperimentRow[];
-    return rows.map(toExperiment);
-  }
-
-  private createExperiment(endpoint: string, experiment: NewExperiment, now: string): void {
-    if (experiment.endpoint !== endpoint) mismatch('an experiment', endpoint, experiment.endpoint);
-    this.refuseRunningExperiment(endpoint, 'one experiment at a time per endpoint');
-    this.refuseActiveRollout(endpoint);
-    try {
-      this.db
-        .prepare(
-          `INSERT INTO experiments (id, endpoint, name, variants_json, salt, key_path, state,
-             created_by, created_at, stopped_at) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, NULL)`,
-        )
-        .run(
-          experiment.id,
-          endpoint,
-          experiment.name,
-          JSON.stringify(experiment.variants),
-          experiment.salt,
-          experiment.keyPath,
-          experiment.createdBy,
-          now,
-        );
-    } catch (error) {
-      if (isUniqueViolation(error)) {
-        this.refuseRunningExperiment(endpoint, 'one experiment at a time per endpoint');
-      }
-      throw error;
-    }
-  }
-
-  private stopExperiment(endpoint: string, id: string, at: string): void {
-    const existing = this.getExperiment(id);
-    if (existing === null || existing.endpoint !== endpoint) {
-      throw kilnError('KILN_EXPERIMENT_NOT_FOUND', { experiment: id });
-    }
-    if (existing.state === 'stopped') {
-      throw kilnError('KILN_EXPERIMENT_STOPPED', {
-        experiment: id,
-        reason: `it was stopped at ${existing.stoppedAt ?? 'an unknown time'}`,
-      });
-    }
-    this.db
-      .prepare(`UPDATE experiments SET state = 'stopped', stopped_at = ? WHERE id = ?`)
-      .run(at, id);
-  }
-
-  private refuseRunningExperiment(endpoint: string, reason: string): void {
-    const running = this.db
-      .prepare(`SELECT id FROM experiments WHERE endpoint = ? AND state = 'running'`)
-      .get(endpoint) as { id: string } | undefined;
-    if (running !== undefined) {
-      throw kilnError('KILN_EXPERIMENT_IN_PROGRESS', {
-        endpoint,
-        experiment: running.id,
-        reason,
-      });
-    }
   }
 }
