@@ -13,7 +13,7 @@ import { checkName } from '../registry/names.ts';
 import { servableFormats } from '../runtimes/load-runtime.ts';
 import type { EndpointRecord } from '../store/serving-records.ts';
 import type { EndpointWriteOptions } from '../store/store.ts';
-import type { Reconciler, ReplicaStatus } from './reconciler.ts';
+import type { Reconciler, ReplicaStatus, VersionStatus } from './reconciler.ts';
 import { TrafficService } from './traffic/traffic-service.ts';
 import {
   checkFieldsForFormat,
@@ -57,6 +57,12 @@ export interface EndpointView extends EndpointRecord {
     readonly maxConcurrency: number | null;
     readonly maxConcurrencySource: 'configured' | 'derived' | null;
     readonly replicas: readonly Omit<ReplicaStatus, 'endpoint' | 'model' | 'slot' | 'revision'>[];
+    /**
+     * Which versions run and why (stable, policy variants with their weight, shadows, staged,
+     * warm with its time; none: on their way out), each with its ready replicas. Always
+     * set here; optional for clients reading an older control plane's answer.
+     */
+    readonly versions?: readonly VersionStatus[];
   };
 }
 
@@ -255,6 +261,7 @@ export class EndpointService {
             restartAt,
           }),
         ),
+        versions: this.reconciler.versionStatus(record),
       },
     };
   }

@@ -223,3 +223,167 @@ test('property: after applying the plan, each endpoint converges to exactly N li
     assert.ok(replicas.every((r) => endpoints.some((e) => e.name === r.endpoint)));
   }
 });
+
+// --- several revisions per endpoint (traffic management) ----------------------------------
+
+/** Endpoint e at v1 (2 replicas), keeping v2 (a canary) and v3 (warm until 1000). */
+const withKept: DesiredEndpoint = {
+  ...want('e', 1, 2),
+  kept: [
+    { version: 2, revision: 'v2' },
+    { version: 3, revision: 'v3', untilMs: 1000 },
+  ],
+};
+
+test('every kept revision gets its slots beside the stable one', () => {
+  assert.deepEqual(
+    sorted(planReplicas([withKept], [], 0)),
+    sorted(
+      [1, 2, 3].flatMap((version) =>
+        [0, 1].map((slot) => ({
+          kind: 'start',
+          endpoint: 'e',
+          version,
+          revision: `v${version}`,
+          slot,
+        })),
+      ),
+    ),
+  );
+  // Ready everywhere: nothing to do, and no kept replica stopped as replaced.
+  const all = [1, 2, 3].flatMap((version) =>
+    [0, 1].map((slot) => replica({ id: `v${version}s${slot}`, version, slot })),
+  );
+  assert.deepEqual(planReplicas([withKept], all, 999), []);
+  // Kept ones restart after their backoff and scale down like the stable one.
+  const failed = all.map((r) =>
+    r.id === 'v2s0' ? { ...r, state: 'failed' as const, restartAtMs: 10 } : r,
+  );
+  assert.deepEqual(planReplicas([withKept], failed, 10), [{ kind: 'restart', replicaId: 'v2s0' }]);
+  assert.deepEqual(
+    sorted(planReplicas([{ ...withKept, replicas: 1 }], all, 0)),
+    sorted(
+      ['v1s1', 'v2s1', 'v3s1'].map((id) => ({ kind: 'stop', replicaId: id, reason: 'scale-down' })),
+    ),
+  );
+});
+
+test('a warm revision past its time is stopped once the stable one is ready, not before', () => {
+  const all = [1, 2, 3].flatMap((version) =>
+    [0, 1].map((slot) => replica({ id: `v${version}s${slot}`, version, slot })),
+  );
+  assert.deepEqual(
+    sorted(planReplicas([withKept], all, 1000)),
+    sorted([
+      { kind: 'stop', replicaId: 'v3s0', reason: 'replaced' },
+      { kind: 'stop', replicaId: 'v3s1', reason: 'replaced' },
+    ]),
+  );
+  // Expired, not yet started slots are not started.
+  assert.ok(planReplicas([withKept], [], 1000).every((a) => a.kind !== 'start' || a.version !== 3));
+  // The stable one not fully ready: the expired warm one may still be what serves.
+  const stableStarting = all.map((r) =>
+    r.id === 'v1s1' ? { ...r, state: 'starting' as const } : r,
+  );
+  assert.deepEqual(planReplicas([withKept], stableStarting, 1000), []);
+});
+
+test('a revision dropped from the kept ones (a canary rolled back) stops; the listed ones stay', () => {
+  const all = [1, 2, 3].flatMap((version) =>
+    [0, 1].map((slot) => replica({ id: `v${version}s${slot}`, version, slot })),
+  );
+  const dropped = { ...withKept, kept: withKept.kept!.filter((k) => k.revision !== 'v2') };
+  assert.deepEqual(
+    sorted(planReplicas([dropped], all, 0)),
+    sorted([
+      { kind: 'stop', replicaId: 'v2s0', reason: 'replaced' },
+      { kind: 'stop', replicaId: 'v2s1', reason: 'replaced' },
+    ]),
+  );
+  // Kept equal to the stable revision, or listed twice: one set of slots.
+  const twice = {
+    ...want('e', 1, 1),
+    kept: [
+      { version: 1, revision: 'v1' },
+      { version: 1, revision: 'v1' },
+    ],
+  };
+  assert.deepEqual(planReplicas([twice], [], 0), [
+    { kind: 'start', endpoint: 'e', version: 1, revision: 'v1', slot: 0 },
+  ]);
+});
+
+test('property: with kept revisions, each endpoint converges to N replicas of each wanted revision and nothing else', () => {
+  let seed = 7;
+  const random = (): number => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
+  for (let round = 0; round < 200; round++) {
+    const nowMs = 500;
+    const endpoints: DesiredEndpoint[] = Array.from(
+      { length: 1 + Math.floor(random() * 3) },
+      (_, i) => {
+        const version = 1 + Math.floor(random() * 4);
+        const kept = Array.from({ length: Math.floor(random() * 3) }, () => {
+          const v = 1 + Math.floor(random() * 4);
+          const warm = random() < 0.5;
+          return warm
+            ? { version: v, revision: `v${v}`, untilMs: Math.floor(random() * 1000) }
+            : { version: v, revision: `v${v}` };
+        });
+        return { ...want(`e${i}`, version, Math.floor(random() * 3)), kept };
+      },
+    );
+    let replicas: ObservedReplica[] = [];
+    const seen = new Set<string>();
+    for (let i = 0; i < Math.floor(random() * 10); i++) {
+      const version = 1 + Math.floor(random() * 4);
+      const r = replica({
+        id: `r${i}`,
+        endpoint: `e${Math.floor(random() * 4)}`,
+        version,
+        slot: Math.floor(random() * 3),
+      });
+      const key = `${r.endpoint}/${r.revision}/${r.slot}`;
+      if (!seen.has(key)) replicas.push(r);
+      seen.add(key);
+    }
+    for (let step = 0; step < 4; step++) {
+      let next = 0;
+      for (const action of planReplicas(endpoints, replicas, nowMs)) {
+        if (action.kind === 'stop') replicas = replicas.filter((r) => r.id !== action.replicaId);
+        if (action.kind === 'start')
+          replicas.push(
+            replica({
+              id: `n${step}-${next++}`,
+              endpoint: action.endpoint,
+              version: action.version,
+              revision: action.revision,
+              slot: action.slot,
+            }),
+          );
+      }
+    }
+    for (const endpoint of endpoints) {
+      const wanted = new Set([
+        endpoint.revision,
+        ...(endpoint.kept ?? [])
+          .filter((k) => k.untilMs === undefined || k.untilMs > nowMs)
+          .map((k) => k.revision),
+      ]);
+      const mine = replicas.filter((r) => r.endpoint === endpoint.name);
+      for (const revision of wanted) {
+        const slots = mine.filter((r) => r.revision === revision).map((r) => r.slot);
+        assert.deepEqual(
+          slots.sort(),
+          [...Array(endpoint.replicas).keys()],
+          JSON.stringify({ endpoint, revision, mine }),
+        );
+      }
+      assert.ok(mine.every((r) => wanted.has(r.revision)));
+      // ids stay unique: one replica per (revision, slot)
+      assert.equal(new Set(mine.map((r) => `${r.revision}/${r.slot}`)).size, mine.length);
+    }
+  }
+});

@@ -56,6 +56,26 @@ export function endpointDetails(endpoint: Endpoint): string {
         status.replicas.map((r) => [r.id, r.version, r.state, r.pid, r.restarts, r.reason]),
       );
   }
+  // Several versions run only with traffic management (policy, shadows, staged, warm).
+  const versions = status.versions ?? [];
+  if (versions.length > 1) {
+    text +=
+      '\nVersions\n' +
+      renderTable(
+        ['version', 'roles', { header: 'traffic', align: 'right' }, 'ready', 'warm until'],
+        versions.map((v) => [
+          `${v.model}:${v.version}`,
+          v.roles.length === 0 ? 'leaving' : v.roles.join(', '),
+          v.weight === null
+            ? v.sampleRate === null
+              ? '-'
+              : `copies ${v.sampleRate}`
+            : `${v.weight}%`,
+          `${v.readyReplicas}/${v.replicas}`,
+          shortTime(v.warmUntil),
+        ]),
+      );
+  }
   return text;
 }
 
