@@ -54,13 +54,7 @@ import type { EndpointEntry } from './route-table.ts';
 import type { ShadowSender } from './shadow-sender.ts';
 import type { TrafficEntry } from './traffic-entry.ts';
 import { answerOutputs, outputColumn, type AnswerOutput } from './answer-outputs.ts';
-import { CALLER_KEY_HEADER, callerKey } from '../traffic/caller-key.ts';
-import { parseJsonLenient } from '../protocol/v2/lenient-json.ts';
-import {
-  maxOutputValuesPerAnswer,
-  maxSliceValueLength,
-  SLICE_HEADER,
-} from '../protocol/traffic/traffic-report.ts';
+import { maxOutputValuesPerAnswer } from '../protocol/traffic/traffic-report.ts';
 import {
   skippedResponseHeaders,
   UpstreamExchange,
@@ -78,6 +72,9 @@ export interface ExchangeSettings extends UpstreamSettings {
 
 /** Largest answer held back to be sent in one write, in bytes. */
 const maxHeldResponseBytes = 256 * 1024;
+
+/** Largest streamed answer whose outputs are counted (traffic policies), in bytes. */
+const maxCountedAnswerBytes = 4 * 1024 * 1024;
 
 export class InferExchange
   extends UpstreamExchange<ExchangeSettings>
@@ -112,6 +109,9 @@ export class InferExchange
   private answeredBy: ReplicaState | null = null;
   /** A 200's v2 body, kept (policy endpoints only) to count its outputs once it is sent. */
   private answerBody: Buffer | null = null;
+  /** A streamed 200's chunks so far, kept as `answerBody` (policy endpoints; null: not kept). */
+  private answerChunks: Buffer[] | null = null;
+  private answerBytes = 0;
 
   constructor(
     settings: ExchangeSettings,
@@ -208,34 +208,12 @@ export class InferExchange
     this.checkAndSend(body);
   }
 
-  /**
-   * Places the request in `traffic`'s split: its bucket by caller key (the `kiln-user`
-   * header, else the policy's key path in the body; none: a random draw) and its slice
-   * value (the `kiln-slice` header, else the slice path). The body is parsed only when a
-   * path is needed; one that does not parse has neither (its check answers 400).
-   */
+  /** Places the request in `traffic`'s split (traffic-entry.ts: caller key and slice). */
   private pick(traffic: TrafficEntry<EndpointEntry>, body: Buffer): void {
-    const headers = this.req.headers;
-    const keySource = traffic.keySource;
-    const sliceSource = traffic.sliceSource;
-    let key = callerKey(keySource, headers[CALLER_KEY_HEADER], undefined);
-    let slice =
-      sliceSource === null ? null : callerKey(sliceSource, headers[SLICE_HEADER], undefined);
-    const keyFromBody = key === null && keySource.segments.length > 0;
-    const sliceFromBody = slice === null && sliceSource !== null && sliceSource.segments.length > 0;
-    if (keyFromBody || sliceFromBody) {
-      const parsed = parseJsonLenient(body);
-      if (parsed.ok) {
-        if (keyFromBody) key = callerKey(keySource, undefined, parsed.value);
-        if (sliceFromBody) slice = callerKey(sliceSource, undefined, parsed.value);
-      }
-    }
+    const placement = traffic.place(this.req.headers, body);
     this.traffic = traffic;
-    this.trafficBucket = traffic.split.bucketOf(key);
-    this.slice =
-      slice !== null && slice.length > maxSliceValueLength
-        ? slice.slice(0, maxSliceValueLength)
-        : slice;
+    this.trafficBucket = placement.bucket;
+    this.slice = placement.slice;
   }
 
   /** Checks the body under `entry` (decoding or rewriting it as needed) and sends it. */
@@ -419,6 +397,7 @@ export class InferExchange
       this.heldHeaders = list;
     } else {
       this.res.writeHead(statusCode, list);
+      if (this.traffic !== null && statusCode === 200) this.answerChunks = [];
     }
   }
 
@@ -429,6 +408,13 @@ export class InferExchange
       return;
     }
     this.writeToClient(controller, chunk);
+    const kept = this.answerChunks;
+    if (kept !== null) {
+      // Outputs of a larger answer are not counted (it is let go, not parsed).
+      this.answerBytes += chunk.length;
+      if (this.answerBytes <= maxCountedAnswerBytes) kept.push(chunk);
+      else this.answerChunks = null;
+    }
   }
 
   onResponseEnd(): void {
@@ -437,6 +423,8 @@ export class InferExchange
     const held = this.heldHeaders;
     if (held === null) {
       this.res.end();
+      const kept = this.answerChunks;
+      if (kept !== null) this.answerBody = Buffer.concat(kept, this.answerBytes);
     } else if (this.form === 'v1') {
       const v2Body = Buffer.concat(this.heldChunks);
       if (this.traffic !== null && this.status === 200) this.answerBody = v2Body;
@@ -483,7 +471,7 @@ export class InferExchange
     if (this.traffic !== null && status === 200) this.answerBody = reply;
     const body = this.form === 'v1' ? this.v1Answer(status, reply) : reply;
     if (body === null) return;
-    const headers = this.ownHeaders();
+    const headers = this.baseHeaders();
     headers.push(
       'content-type',
       'application/json',
@@ -580,7 +568,14 @@ export class InferExchange
     this.finish(sendV2Error(this.res, code, params, headers));
   }
 
+  /** The headers of an answer the gateway writes itself: the version it was meant for. */
   private ownHeaders(): HeaderList {
+    const headers = this.baseHeaders();
+    headers.push('kiln-model-version', this.entry.versionText, 'kiln-model', this.entry.model);
+    return headers;
+  }
+
+  private baseHeaders(): HeaderList {
     return [
       'x-request-id',
       this.requestId,
@@ -588,10 +583,6 @@ export class InferExchange
       this.traceparent,
       'kiln-endpoint',
       this.entry.name,
-      'kiln-model-version',
-      this.entry.versionText,
-      'kiln-model',
-      this.entry.model,
     ];
   }
 }

@@ -32,7 +32,8 @@ import type { EndpointSeries, GatewayMetrics, LlmSeries } from './metrics.ts';
 import { sendOpenAiError, sendOpenAiKilnError } from './openai-reply.ts';
 import { promptPrefix, type OpenAiRoute } from './prompt-prefix.ts';
 import type { ReplicaState } from './replica-set.ts';
-import type { RouteTable } from './route-table.ts';
+import type { EndpointEntry, RouteTable } from './route-table.ts';
+import type { TrafficEntry } from './traffic-entry.ts';
 import type { ApiKeyGrant } from './routing-snapshot.ts';
 import {
   skippedResponseHeaders,
@@ -82,6 +83,14 @@ export class OpenAiExchange
   private awaitingBytes = 0;
   private firstByteSeen = false;
   private readonly upstreamHeaders: string[];
+  /** The traffic policy the request was placed in (null: none, nothing counted). */
+  private traffic: TrafficEntry<EndpointEntry> | null = null;
+  private trafficBucket = 0;
+  private slice: string | null = null;
+  /** The parsed request, kept to place it again if a newer snapshot changes the policy. */
+  private request: object | null = null;
+  /** The replica whose answer the client got. */
+  private answeredBy: ReplicaState | null = null;
 
   constructor(
     state: OpenAiState,
@@ -163,6 +172,15 @@ export class OpenAiExchange
     // From here on the request counts in its endpoint's metrics.
     this.entry = entry;
     this.series = entry.series;
+    const traffic = entry.traffic;
+    if (traffic !== null) {
+      // A policy: the variant (sticky by caller key), which the request is sent as.
+      this.request = request;
+      this.place(traffic);
+      const variant = traffic.entryAt(this.trafficBucket);
+      this.entry = variant;
+      this.series = variant.series;
+    }
     this.llmSeries = this.settings.metrics.llmSeriesFor(entry.name);
     entry.series.inflight.inc();
     this.countedInflight = true;
@@ -201,7 +219,12 @@ export class OpenAiExchange
     // The replicas of the latest snapshot (those a newer one dropped are closing).
     const known = this.entry!;
     const latest = this.settings.table?.endpoints.get(known.name);
-    const entry = latest !== undefined && latest.route.format === 'hf-llm' ? latest : known;
+    let entry = latest !== undefined && latest.route.format === 'hf-llm' ? latest : known;
+    const traffic = entry.traffic;
+    if (traffic !== null && this.request !== null) {
+      if (traffic !== this.traffic) this.place(traffic);
+      entry = traffic.entryAt(this.trafficBucket);
+    }
     const replica = this.router.choose(entry, this.prefix, failed, performance.now());
     if (replica === null) {
       this.failNoReplica(entry.name, failure);
@@ -248,6 +271,7 @@ export class OpenAiExchange
     }
     this.responseStarted = true;
     this.status = statusCode;
+    this.answeredBy = replica;
     const list = this.answerHeaders(headers, skippedLlmResponseHeaders, this.traceparent, replica);
     this.res.writeHead(statusCode, list);
     // A stream's headers go out at once (clients wait for them before reading events).
@@ -278,6 +302,29 @@ export class OpenAiExchange
   }
 
   // --- endings ------------------------------------------------------------------------
+
+  private place(traffic: TrafficEntry<EndpointEntry>): void {
+    const placement = traffic.place(this.req.headers, this.request!);
+    this.traffic = traffic;
+    this.trafficBucket = placement.bucket;
+    this.slice = placement.slice;
+  }
+
+  protected override finish(status: number): void {
+    if (this.done) return;
+    super.finish(status);
+    const traffic = this.traffic;
+    if (traffic === null) return;
+    // Counted for the version that answered (no outputs: these answers are not v2 tensors).
+    const latencyMs = performance.now() - this.startMs;
+    const entry = this.entry!;
+    const replica = this.answeredBy;
+    const counts =
+      replica !== null && (replica.version !== entry.version || replica.model !== entry.model)
+        ? traffic.counter.version(replica.model, replica.version)
+        : (entry.counts ?? traffic.counter.version(entry.model, entry.version));
+    counts.record(status, latencyMs, this.slice, null);
+  }
 
   /** The answer has begun (or ended): this prompt no longer weighs on its replica's prefill. */
   private endPrefill(): void {

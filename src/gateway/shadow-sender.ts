@@ -86,14 +86,15 @@ export class ShadowSender {
     this.schedulePump();
   }
 
-  /** Stops taking copies, waits for those in flight (each bounded by the timeout). */
+  /** Stops: queued copies are let go, those in flight cut (a hung shadow holds nothing up). */
   async close(): Promise<void> {
     this.closed = true;
     while (this.size > 0) this.shift();
-    if (this.inFlight > 0) await new Promise<void>((resolve) => this.idle.add(resolve));
+    const idle = this.inFlight > 0 ? new Promise<void>((resolve) => this.idle.add(resolve)) : null;
     const pools = [...this.pools.values()];
     this.pools.clear();
     await Promise.all(pools.map((pool) => pool.destroy().catch(() => undefined)));
+    await idle;
   }
 
   private schedulePump(): void {

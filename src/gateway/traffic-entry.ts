@@ -10,12 +10,27 @@
 // same bucket through its own split, so a request re-picked mid-flight lands where a new
 // request of the same user would.
 
-import { compileCallerKey, type CallerKeySource } from '../traffic/caller-key.ts';
+import type { IncomingHttpHeaders } from 'node:http';
+import { parseJsonLenient } from '../protocol/v2/lenient-json.ts';
+import { maxSliceValueLength, SLICE_HEADER } from '../protocol/traffic/traffic-report.ts';
+import {
+  CALLER_KEY_HEADER,
+  callerKey,
+  compileCallerKey,
+  type CallerKeySource,
+} from '../traffic/caller-key.ts';
 import { TrafficSplit, type RandomSource, type ShadowVersion } from '../traffic/traffic-split.ts';
 import type { ReplicaState } from './replica-set.ts';
 import type { CompiledNaming } from '../protocol/v2/input-naming.ts';
 import type { RequestCheck } from './request-check.ts';
 import type { EndpointTrafficCounter, ShadowCounter } from './traffic-counter.ts';
+
+/** Where a request falls in a policy: its bucket (sticky by caller key) and its slice value. */
+export interface Placement {
+  readonly bucket: number;
+  /** null: none (counted in `overall` only). */
+  readonly slice: string | null;
+}
 
 /** What of an EndpointEntry a variant entry needs (kept minimal to avoid an import cycle). */
 export interface VariantTarget {
@@ -72,6 +87,38 @@ export class TrafficEntry<Variant extends VariantTarget> {
     const shadowByVersion = new Map<object, ShadowEntry>();
     split.shadows.forEach((version, i) => shadowByVersion.set(version, shadows[i]!));
     this.shadowByVersion = shadowByVersion;
+  }
+
+  /**
+   * Places a request: its bucket by caller key (the `kiln-user` header, else the key path in
+   * the body; none: a random draw) and its slice value (the `kiln-slice` header, else the
+   * slice path). `body` is the parsed body, or its bytes, parsed only when a path is needed;
+   * bytes that do not parse give neither (the request's check answers 400).
+   */
+  place(headers: IncomingHttpHeaders, body: Buffer | object): Placement {
+    const keySource = this.keySource;
+    const sliceSource = this.sliceSource;
+    let key = callerKey(keySource, headers[CALLER_KEY_HEADER], undefined);
+    let slice =
+      sliceSource === null ? null : callerKey(sliceSource, headers[SLICE_HEADER], undefined);
+    const keyFromBody = key === null && keySource.segments.length > 0;
+    const sliceFromBody = slice === null && sliceSource !== null && sliceSource.segments.length > 0;
+    if (keyFromBody || sliceFromBody) {
+      let parsed: unknown = body;
+      if (Buffer.isBuffer(body)) {
+        const result = parseJsonLenient(body);
+        parsed = result.ok ? result.value : undefined;
+      }
+      if (keyFromBody) key = callerKey(keySource, undefined, parsed);
+      if (sliceFromBody) slice = callerKey(sliceSource, undefined, parsed);
+    }
+    return {
+      bucket: this.split.bucketOf(key),
+      slice:
+        slice !== null && slice.length > maxSliceValueLength
+          ? slice.slice(0, maxSliceValueLength)
+          : slice,
+    };
   }
 
   /** The entry serving a request in `bucket` (in [0, 10 000)). */

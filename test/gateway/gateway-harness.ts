@@ -25,7 +25,11 @@ import {
   type InferFrameMeta,
 } from '../../src/protocol/channel/frames.ts';
 import type { LlmPickSettings, LlmRoutingPolicy } from '../../src/gateway/llm-replica-picker.ts';
-import { startGateway, type RunningGateway } from '../../src/gateway/start-gateway.ts';
+import {
+  startGateway,
+  type GatewayOptions,
+  type RunningGateway,
+} from '../../src/gateway/start-gateway.ts';
 import type {
   ApiKeyGrant,
   EndpointRoute,
@@ -263,6 +267,8 @@ export async function testGateway(
     llmRouting?: LlmRoutingPolicy;
     llmLoadPollMs?: number;
     llmPick?: Partial<LlmPickSettings>;
+    /** Any other gateway option (traffic reports, shadows, the random draw). */
+    more?: Partial<GatewayOptions>;
   } = {},
 ): Promise<RunningGateway> {
   const ownDir = options.stateDir === undefined ? await mkdtemp(join(tmpdir(), 'kiln-gw-')) : null;
@@ -281,6 +287,7 @@ export async function testGateway(
     ...(options.llmRouting === undefined ? {} : { llmRouting: options.llmRouting }),
     ...(options.llmLoadPollMs === undefined ? {} : { llmLoadPollMs: options.llmLoadPollMs }),
     ...(options.llmPick === undefined ? {} : { llmPick: options.llmPick }),
+    ...options.more,
   });
   // One hook, so the gateway has closed (and finished persisting) before its folder goes.
   after(async () => {

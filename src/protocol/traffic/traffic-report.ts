@@ -10,7 +10,9 @@
 //   - a request counts for the version whose replica answered (a variant with no ready
 //     replica gives its requests to another: they count there);
 //   - an error is an answer with status >= 500 (a timeout 504, no replica 503 included);
-//     4xx are the client's and 429s the door's: requests, not errors;
+//     4xx are the client's and 429s the door's: requests, not errors; a request refused
+//     before it is placed in the split (413/429 before its body is in, a 429 once it is)
+//     has no version and is not counted;
 //   - latency is from the request's arrival to its answer, in milliseconds, for every
 //     counted request;
 //   - outputs: from a 200's v2 body, the first output with a numeric datatype, column 0 of
