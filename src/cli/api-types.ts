@@ -17,6 +17,7 @@ import type { ModelFormat } from '../registry/formats/artifact-file.ts';
 import type { EndpointView } from '../control/endpoints.ts';
 import type { ApiKeyRecord } from '../store/serving-records.ts';
 import type { LlmServingConfig } from '../llm/serving/llm-serving-config.ts';
+import type { TrafficView } from '../control/traffic/traffic-view.ts';
 
 export type ServingProtocol = 'v2' | 'openai';
 
@@ -164,6 +165,8 @@ export interface DeployBody {
   replicas?: number;
   team?: string;
   config: EndpointConfig;
+  /** How long the version this deploy replaces keeps running (default: the platform's). */
+  warmGraceMs?: number;
 }
 
 // Serving responses are the control plane's own types (type-only imports).
@@ -186,6 +189,22 @@ export interface CreatedToken extends ShownToken {
 }
 
 export type { AuditRecord as AuditEntry, TokenRole } from '../store/access-records.ts';
+
+// --- Traffic management (docs/traffic-management.md) ---
+
+export type {
+  ShadowReport,
+  ShadowReportEntry,
+  TrafficView,
+} from '../control/traffic/traffic-view.ts';
+export type { TrafficEvent } from '../store/traffic-records.ts';
+
+/** `POST /api/v1/endpoints/{name}/rollback` → what moved, and the traffic after it. */
+export interface RollbackResult {
+  readonly kind: 'rollout' | 'policy' | 'stable';
+  readonly summary: string;
+  readonly traffic: TrafficView;
+}
 
 /** `POST /api/v1/api-keys` → the key, with its secret `key` (shown once). */
 export interface CreatedApiKey extends ApiKey {

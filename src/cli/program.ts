@@ -20,6 +20,7 @@ import { registerModelsCommands } from './commands/models.ts';
 import { registerPolicyCommands } from './commands/policy.ts';
 import { registerPredictCommand } from './commands/predict.ts';
 import { registerTeamsCommands } from './commands/teams.ts';
+import { registerTrafficCommands } from './commands/traffic.ts';
 import { registerUpCommand } from './commands/up.ts';
 import { registerAuditCommand, registerTokensCommands } from './commands/tokens.ts';
 import { renderError } from './errors.ts';
@@ -62,6 +63,7 @@ export function buildProgram(): Command {
   registerModelsCommands(program);
   registerDeployCommand(program);
   registerEndpointsCommands(program);
+  registerTrafficCommands(program);
   registerPredictCommand(program);
   registerKeysCommands(program);
   registerPolicyCommands(program);

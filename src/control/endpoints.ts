@@ -36,6 +36,11 @@ export interface DeployRequest {
   readonly replicas?: number;
   readonly team?: string;
   readonly config?: EndpointConfigInput;
+  /**
+   * How long the version this deploy replaces keeps running without traffic, so that
+   * `kiln rollback` is instant (default: the platform's KILN_WARM_GRACE_MS, 10 minutes).
+   */
+  readonly warmGraceMs?: number;
 }
 
 export interface EndpointView extends EndpointRecord {
@@ -158,7 +163,12 @@ export class EndpointService {
         },
       },
     );
-    await this.traffic.recordDeploy(before, endpoint, options.actor ?? 'platform');
+    await this.traffic.recordDeploy(
+      before,
+      endpoint,
+      options.actor ?? 'platform',
+      request.warmGraceMs,
+    );
     await this.reconciler.trigger();
     return { endpoint: this.view(endpoint, version.format), created };
   }

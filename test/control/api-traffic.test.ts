@@ -205,17 +205,34 @@ test('deploy replace: the old version becomes previous and stays warm; rollback 
 
   // A deploy of the same version (new settings) is no traffic change.
   await deploy(platform, 2);
+  // A deploy may ask for no grace: the replaced version is previous, but not kept running.
+  const noGrace = await call(platform.url, 'PUT', '/api/v1/endpoints/e', {
+    model: 'm',
+    version: 3,
+    replicas: 0,
+    warmGraceMs: 0,
+  });
+  assert.equal(noGrace.status, 200, JSON.stringify(noGrace.body));
+  shown = await view(platform);
+  assert.deepEqual(shown.previous, { model: 'm', version: 2 });
+  assert.deepEqual(
+    shown.warm.map((w) => [w.model, w.version]),
+    [['m', 1]],
+  );
+  await call(platform.url, 'POST', '/api/v1/endpoints/e/rollback');
   const events = await history(platform);
   assert.deepEqual(
     events.map((e) => [e.action, e.reason]),
     [
+      ['rollback', 'no reason given'],
+      ['deploy', 'deployed m:3 (3)'],
       ['rollback', 'no reason given'],
       ['rollback', 'v2 misbehaves'],
       ['deploy', 'deployed m:2 (2)'],
       ['deploy', 'deployed m:1 (1)'],
     ],
   );
-  assert.deepEqual(events[1]?.detail, {
+  assert.deepEqual(events[3]?.detail, {
     summary: result.summary,
     kind: 'stable',
     from: 'm:2',

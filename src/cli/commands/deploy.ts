@@ -37,6 +37,7 @@ import { withClient } from '../context.ts';
 import { CliError, usageError } from '../errors.ts';
 import { apiPath, type KilnClient } from '../http-client.ts';
 import { addLlmOptions, llmSettings, type LlmFlags } from './deploy-llm-flags.ts';
+import { parseDurationSeconds } from './tokens.ts';
 import { printJson, writeOut } from '../output.ts';
 import { deploySummary, notReadyReason, readinessText } from './endpoints-render.ts';
 
@@ -57,6 +58,8 @@ export interface DeployOptions extends LlmFlags {
   readonly batching?: boolean;
   readonly timeoutMs?: number;
   readonly maxConcurrency?: number;
+  /** ms the replaced version keeps running for an instant rollback (--warm-grace). */
+  readonly warmGrace?: number;
   readonly wait?: boolean;
   readonly timeoutS: number;
   readonly json?: boolean;
@@ -116,6 +119,11 @@ export function registerDeployCommand(program: Command): void {
       integerOption(1),
     );
   addLlmOptions(deploy)
+    .option(
+      '--warm-grace <duration>',
+      "keep the replaced version running this long for an instant rollback, e.g. 30m, or 0 (default: the platform's, 10m)",
+      warmGraceOption,
+    )
     .option('--wait', 'wait until every replica is ready')
     .option('--timeout-s <seconds>', 'with --wait: give up after this long', integerOption(1), 120)
     .option('--json', 'print the endpoint as JSON')
@@ -247,6 +255,7 @@ export function deployBody(
       break;
   }
   if (options.team !== undefined) body.team = options.team;
+  if (options.warmGrace !== undefined) body.warmGraceMs = options.warmGrace;
   const config: EndpointConfig = body.config;
   const llm = llmSettings(options);
   if (options.threads !== undefined) {
@@ -334,4 +343,9 @@ function notReadyError(endpoint: Endpoint, timeoutS: number): CliError {
       hint: `see its replicas with \`kiln endpoints show ${endpoint.name}\`, or wait longer with --timeout-s`,
     },
   );
+}
+
+/** `--warm-grace`: `0` (none) or a duration like 90s, 30m, 2h → milliseconds. */
+export function warmGraceOption(text: string): number {
+  return text.trim() === '0' ? 0 : parseDurationSeconds(text) * 1000;
 }

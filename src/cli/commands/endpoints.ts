@@ -1,12 +1,15 @@
 // `kiln endpoints ...`: list, show and delete serving endpoints (`kiln deploy` creates and
-// updates them). Renderings in endpoints-render.ts.
+// updates them), and the history of their traffic changes. Renderings in endpoints-render.ts.
 
 import type { Command } from 'commander';
-import type { Endpoint } from '../api-types.ts';
+import type { Endpoint, Page, TrafficEvent } from '../api-types.ts';
+import { integerOption } from '../arguments.ts';
 import { withClient } from '../context.ts';
 import { apiPath } from '../http-client.ts';
 import { emit, type JsonOption } from '../output.ts';
 import { endpointDetails, endpointsTable } from './endpoints-render.ts';
+import { sinceTime } from './tokens.ts';
+import { historyTable } from './traffic-render.ts';
 
 export function registerEndpointsCommands(program: Command): void {
   const endpoints = program
@@ -39,6 +42,36 @@ export function registerEndpointsCommands(program: Command): void {
       );
       emit(options, endpoint, () => endpointDetails(endpoint));
     });
+
+  endpoints
+    .command('history')
+    .description("an endpoint's traffic changes, newest first: who, when, what and why")
+    .argument('<name>', 'endpoint name')
+    .option('--limit <n>', 'at most this many events', integerOption(1), 50)
+    .option('--since <when>', 'only changes since: a duration back (30m, 12h, 7d) or an ISO time')
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        name: string,
+        options: JsonOption & { limit: number; since?: string },
+        command: Command,
+      ) => {
+        const since =
+          options.since === undefined ? undefined : sinceTime(options.since, Date.now());
+        const result = await withClient(command, (client) =>
+          client.listAll<TrafficEvent>(
+            apiPath('endpoints', name, 'history'),
+            { since },
+            options.limit,
+          ),
+        );
+        emit(options, result satisfies Page<TrafficEvent>, () =>
+          result.items.length === 0
+            ? `no traffic changes for ${name}\n`
+            : historyTable(result.items),
+        );
+      },
+    );
 
   endpoints
     .command('delete')

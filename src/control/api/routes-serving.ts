@@ -26,6 +26,8 @@ const deployBody = {
     alias: shortString,
     replicas: { type: 'integer', minimum: 0, maximum: 64 },
     team: shortString,
+    // At most a week: a version kept running longer is a policy's job, not a grace period.
+    warmGraceMs: { type: 'integer', minimum: 0, maximum: 7 * 24 * 3_600_000 },
     config: {
       type: 'object',
       additionalProperties: false,

@@ -313,6 +313,7 @@ export class TrafficService {
     before: EndpointRecord | null,
     after: EndpointRecord,
     actor: string,
+    warmGraceMs: number = this.warmGraceMs,
   ): Promise<void> {
     const to = { model: after.model, version: after.version };
     const detail = { from: before === null ? null : versionKey(before), to: versionKey(to) };
@@ -334,8 +335,14 @@ export class TrafficService {
     await this.change(after.name, {
       policy: null,
       previous: from,
-      warm: keepWarm(traffic?.warm ?? [], from, now + this.warmGraceMs, now, to),
-      event: { endpoint: after.name, actor, action: 'deploy', reason, detail },
+      warm: keepWarm(traffic?.warm ?? [], from, now + warmGraceMs, now, to),
+      event: {
+        endpoint: after.name,
+        actor,
+        action: 'deploy',
+        reason,
+        detail: { ...detail, warmGraceMs },
+      },
     });
   }
 

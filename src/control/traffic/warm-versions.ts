@@ -36,7 +36,8 @@ export function keepWarm(
   const kept = withoutVersion(live, ref).filter(
     (entry) => except === undefined || !sameVersion(entry, except),
   );
-  if (except !== undefined && sameVersion(ref, except)) return kept;
+  // A grace of 0 (a deploy that asks for none): nothing to keep.
+  if (until <= nowMs || (except !== undefined && sameVersion(ref, except))) return kept;
   return [
     ...kept,
     { model: ref.model, version: ref.version, until: new Date(until).toISOString() },
