@@ -14,7 +14,8 @@ export type CliErrorCode =
   | 'KILN_BAD_RESPONSE' // the platform answered something that is not the documented API
   | 'KILN_LISTEN_FAILED' // `kiln up` could not bind its address
   | 'KILN_STOP_FAILED' // `kiln down` could not stop the platform of a home
-  | 'KILN_WAIT_TIMEOUT'; // `kiln deploy --wait` gave up before the endpoint was ready
+  | 'KILN_WAIT_TIMEOUT' // `kiln deploy --wait` gave up before the endpoint was ready
+  | 'KILN_ROLLOUT_FAILED'; // a rollout waited for (`--wait`) was rolled back or aborted
 
 export const exitFailure = 1;
 export const exitUsage = 2;

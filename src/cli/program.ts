@@ -19,6 +19,7 @@ import { registerLlmCommands } from './commands/llm.ts';
 import { registerModelsCommands } from './commands/models.ts';
 import { registerPolicyCommands } from './commands/policy.ts';
 import { registerPredictCommand } from './commands/predict.ts';
+import { registerRolloutCommands } from './commands/rollout.ts';
 import { registerTeamsCommands } from './commands/teams.ts';
 import { registerTrafficCommands } from './commands/traffic.ts';
 import { registerUpCommand } from './commands/up.ts';
@@ -62,6 +63,7 @@ export function buildProgram(): Command {
   registerDownCommand(program);
   registerModelsCommands(program);
   registerDeployCommand(program);
+  registerRolloutCommands(program);
   registerEndpointsCommands(program);
   registerTrafficCommands(program);
   registerPredictCommand(program);

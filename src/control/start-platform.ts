@@ -24,9 +24,9 @@ import { EndpointService } from './endpoints.ts';
 import { GatewayProcess } from './gateway-process.ts';
 import { lockHome } from './home-lock.ts';
 import { Reconciler } from './reconciler.ts';
-import { TrafficService, trafficOptionsFromEnv } from './traffic/traffic-service.ts';
 import { httpGoldenRunner } from './traffic/golden-check.ts';
 import { RolloutController } from './traffic/rollout-controller.ts';
+import { TrafficService, trafficOptionsFromEnv } from './traffic/traffic-service.ts';
 
 export interface PlatformOptions {
   readonly home: string;
@@ -67,6 +67,7 @@ export interface RunningPlatform {
   readonly reconciler: Reconciler;
   /** Traffic policies, rollback, history, the gateways' reports (issue 13). */
   readonly traffic: TrafficService;
+  /** Canary and blue-green rollouts, driven from the store (issue 13). */
   readonly rollouts: RolloutController;
   /** Names of the demo models registered at this start (empty unless `demo`). */
   readonly demoModels: readonly string[];
@@ -123,6 +124,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     replicas: reconciler,
     golden: httpGoldenRunner(),
     clock,
+    warmGraceMs: traffic.warmGraceMs,
     log: (message) => process.stderr.write(`kiln: ${message}\n`),
   });
   let demoModels: string[] = [];

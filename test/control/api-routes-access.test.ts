@@ -11,6 +11,9 @@ import { LocalBackend } from '../../src/control/backends/local/local-backend.ts'
 import { issueToken } from '../../src/control/control-tokens.ts';
 import { EndpointService } from '../../src/control/endpoints.ts';
 import { Reconciler } from '../../src/control/reconciler.ts';
+import { httpGoldenRunner } from '../../src/control/traffic/golden-check.ts';
+import { RolloutController } from '../../src/control/traffic/rollout-controller.ts';
+import { TrafficService } from '../../src/control/traffic/traffic-service.ts';
 import { ArtifactStore } from '../../src/registry/artifact-store.ts';
 import { Registry } from '../../src/registry/registry.ts';
 import type { TokenRole } from '../../src/store/access-records.ts';
@@ -52,6 +55,13 @@ const declared: Readonly<Record<string, Need>> = {
   'PUT /api/v1/endpoints/:name/shadows': 'team',
   'DELETE /api/v1/endpoints/:name/shadows': 'team',
   'GET /api/v1/endpoints/:name/shadows/report': 'read',
+  'POST /api/v1/endpoints/:name/rollout': 'team',
+  'GET /api/v1/endpoints/:name/rollout': 'read',
+  'POST /api/v1/endpoints/:name/rollout/:action': 'team',
+  'GET /api/v1/rollouts': 'read',
+  'GET /api/v1/rollouts/:id': 'read',
+  'PUT /api/v1/models/:name/versions/:ref/golden': 'team',
+  'GET /api/v1/models/:name/versions/:ref/golden': 'read',
   'POST /api/v1/models': 'team',
   'GET /api/v1/models': 'read',
   'GET /api/v1/models/:name': 'read',
@@ -110,6 +120,7 @@ test('every route declares its need, and each role gets exactly what the need al
     auth: 'api-keys',
     gatewayAcks: false,
   });
+  const traffic = new TrafficService(registry, reconciler, clock);
   const app = await buildApiServer({
     registry,
     home,
@@ -121,6 +132,14 @@ test('every route declares its need, and each role gets exactly what the need al
       endpoints: new EndpointService(registry, reconciler, () => '', clock),
       reconciler,
       gatewayUrl: () => '',
+      rollouts: new RolloutController({
+        store,
+        traffic,
+        observations: traffic,
+        replicas: reconciler,
+        golden: httpGoldenRunner(),
+        clock,
+      }),
     },
   });
   after(async () => {

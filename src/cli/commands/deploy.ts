@@ -40,9 +40,20 @@ import { addLlmOptions, llmSettings, type LlmFlags } from './deploy-llm-flags.ts
 import { parseDurationSeconds } from './tokens.ts';
 import { printJson, writeOut } from '../output.ts';
 import { deploySummary, notReadyReason, readinessText } from './endpoints-render.ts';
+import {
+  addRolloutOptions,
+  outcomeError,
+  rolloutBody,
+  startRollout,
+  waitForRollout,
+  type RolloutFlags,
+} from './rollout.ts';
+import { rolloutText } from './rollout-render.ts';
 
-export interface DeployOptions extends LlmFlags {
+export interface DeployOptions extends LlmFlags, RolloutFlags {
   readonly endpoint: string;
+  /** replace (default): the endpoint's version is swapped whole; else a rollout. */
+  readonly strategy?: 'replace' | 'canary' | 'blue-green';
   /** Absent: the endpoint's current count, or 1 for a new endpoint. */
   readonly replicas?: number;
   readonly team?: string;
@@ -118,18 +129,30 @@ export function registerDeployCommand(program: Command): void {
       'requests in flight per gateway; beyond it, 429',
       integerOption(1),
     );
-  addLlmOptions(deploy)
+  deploy.addOption(
+    new Option(
+      '--strategy <strategy>',
+      'replace: swap the version whole; canary: in steps, each judged; blue-green: alongside, golden set, then all at once',
+    )
+      .choices(['replace', 'canary', 'blue-green'])
+      .default('replace'),
+  );
+  addRolloutOptions(addLlmOptions(deploy))
     .option(
       '--warm-grace <duration>',
       "keep the replaced version running this long for an instant rollback, e.g. 30m, or 0 (default: the platform's, 10m)",
       warmGraceOption,
     )
-    .option('--wait', 'wait until every replica is ready')
+    .option('--wait', 'wait until every replica is ready (a rollout: until it has finished)')
     .option('--timeout-s <seconds>', 'with --wait: give up after this long', integerOption(1), 120)
     .option('--json', 'print the endpoint as JSON')
     .action(async (text: string, options: DeployOptions, command: Command) => {
       const ref = parseVersionRef(text);
-      deployBody(ref, options); // usage errors before any call
+      const flags = deployBody(ref, options); // usage errors before any call
+      if (options.strategy !== undefined && options.strategy !== 'replace') {
+        await deployByRollout(command, text, options.strategy, flags, options);
+        return;
+      }
       await withClient(command, async (client) => {
         const format = await versionFormat(client, ref);
         const given = deployBody(ref, options, format);
@@ -152,6 +175,47 @@ export function registerDeployCommand(program: Command): void {
         else writeOut(readinessText(endpoint));
       });
     });
+}
+
+/**
+ * `--strategy canary|blue-green`: the endpoint keeps its serving settings (they change with
+ * `--strategy replace` only); the new version is rolled out beside the current one.
+ */
+async function deployByRollout(
+  command: Command,
+  text: string,
+  strategy: 'canary' | 'blue-green',
+  given: DeployBody,
+  options: DeployOptions,
+): Promise<void> {
+  if (
+    Object.keys(given.config).length > 0 ||
+    given.replicas !== undefined ||
+    given.team !== undefined
+  )
+    throw usageError(
+      `serving settings (replicas, team, batching, threads …) do not combine with --strategy ${strategy}`,
+      'change them with a plain `kiln deploy` (--strategy replace) first',
+    );
+  rolloutBody('m', 1, strategy, options); // usage errors before any call
+  await withClient(command, async (client) => {
+    let view = await startRollout(client, options.endpoint, text, strategy, options);
+    if (options.json !== true) writeOut(rolloutText(view));
+    if (options.wait === true) {
+      const outcome = await waitForRollout(client, view, options.timeoutS * 1000);
+      view = outcome.view;
+      if (!outcome.finished)
+        throw new CliError(
+          'KILN_WAIT_TIMEOUT',
+          `rollout ${view.rollout.id} is still ${view.rollout.state} after ${options.timeoutS} s`,
+          { hint: `follow it with \`kiln rollout status ${options.endpoint}\`` },
+        );
+      if (options.json !== true) writeOut(rolloutText(view));
+    }
+    if (options.json === true) printJson(view);
+    const failed = outcomeError(view);
+    if (failed !== null) throw failed;
+  });
 }
 
 /**

@@ -30,6 +30,7 @@ import {
 import { withClient } from '../context.ts';
 import { usageError } from '../errors.ts';
 import { readSchema, readSigningKey } from '../local-files.ts';
+import { goldenSummary, putGoldenSet, readGoldenFile } from './models-golden.ts';
 import { apiPath, type KilnClient } from '../http-client.ts';
 import { humanSize, printJson, renderKeyValues, writeOut } from '../output.ts';
 import { createProgress } from '../progress.ts';
@@ -62,6 +63,7 @@ interface RegisterOptions {
   readonly protocol?: ServingProtocol;
   readonly signKey?: string;
   readonly alias?: string;
+  readonly golden?: string;
   readonly progress: boolean;
   readonly json?: boolean;
 }
@@ -113,6 +115,10 @@ export function registerRegisterCommand(models: Command): void {
     )
     .option('--sign-key <file>', 'ed25519 private key (PEM) to sign the manifest with')
     .option('--alias <alias>', 'point this alias at the new version')
+    .option(
+      '--golden <file>',
+      'JSON golden set {tolerance?, cases: [{request, outputs}]} the version must reproduce',
+    )
     .option('--no-progress', 'never draw the upload progress bar')
     .option('--json', 'print the new version as JSON')
     .action(async (path: string | undefined, options: RegisterOptions, command: Command) => {
@@ -133,6 +139,7 @@ async function runRegister(
   const schema = options.schema === undefined ? undefined : await readSchema(options.schema);
   const signingKey =
     options.signKey === undefined ? undefined : await readSigningKey(options.signKey);
+  const golden = options.golden === undefined ? undefined : await readGoldenFile(options.golden);
   const files = path === undefined ? [] : await hashFiles(await walkArtifact(path));
 
   const body: CreateVersionBody = { format: options.format, files: toManifestFiles(files) };
@@ -173,6 +180,12 @@ async function runRegister(
       );
     }
     if (options.json !== true) writeOut(registerSummary(version, files.length, uploaded, move));
+    if (golden !== undefined) {
+      // After the version: a golden set belongs to a version that exists. A refused set
+      // leaves the version registered without one (`kiln models golden set` adds it).
+      const stored = await putGoldenSet(client, version.model, version.version, golden);
+      if (options.json !== true) writeOut(goldenSummary(stored));
+    }
     return version;
   });
 }

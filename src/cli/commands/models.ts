@@ -15,6 +15,7 @@ import { withClient } from '../context.ts';
 import { CliError, usageError } from '../errors.ts';
 import { apiPath, type KilnClient } from '../http-client.ts';
 import { emit, humanSize, type JsonOption } from '../output.ts';
+import { registerGoldenCommands } from './models-golden.ts';
 import { aliasMoveText, registerRegisterCommand } from './models-register.ts';
 import {
   aliasesTable,
@@ -30,6 +31,7 @@ export function registerModelsCommands(program: Command): void {
     .command('models')
     .description('register, inspect and manage model versions');
   registerRegisterCommand(models);
+  registerGoldenCommands(models);
 
   models
     .command('list')

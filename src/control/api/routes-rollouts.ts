@@ -1,6 +1,6 @@
 // Rollouts (issue 13): canary and blue-green, started and steered per endpoint.
 //
-//   POST /api/v1/endpoints/{name}/rollouts            start (body: model, version, strategy, steps, …)
+//   POST /api/v1/endpoints/{name}/rollout             start (body: model, version, strategy, steps, …)
 //   GET  /api/v1/endpoints/{name}/rollout             the active one (else the latest) + live analysis
 //   POST /api/v1/endpoints/{name}/rollout/{action}    pause | resume | promote | abort ({reason})
 //   GET  /api/v1/rollouts?endpoint=&active=           list, newest first
@@ -76,7 +76,7 @@ export function registerRolloutRoutes(
   };
 
   app.post<{ Params: { name: string }; Body: RolloutStartRequest }>(
-    '/api/v1/endpoints/:name/rollouts',
+    '/api/v1/endpoints/:name/rollout',
     {
       schema: { body: startBody },
       config: {

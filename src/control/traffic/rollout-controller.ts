@@ -28,10 +28,10 @@ import type {
 import { versionKey } from '../../store/traffic-records.ts';
 import { analyzeCanaryStep, type VersionObservations } from '../../traffic/canary-analysis.ts';
 import type { CanaryVerdict } from '../../traffic/canary-reason.ts';
-import { HistogramSketch } from '../../traffic/histogram-sketch.ts';
-import { reportSketchAccuracy } from '../../protocol/traffic/traffic-report.ts';
 import type { ReplicaStatus } from '../reconciler.ts';
 import type { GoldenRunner } from './golden-check.ts';
+import { emptyVersionObservations, nextBucketStart } from './observation-reader.ts';
+import { defaultWarmGraceMs } from './traffic-service.ts';
 import {
   completeChange,
   endChange,
@@ -74,7 +74,7 @@ export interface RolloutControllerOptions {
   readonly replicas: ReplicaSource;
   readonly golden: GoldenRunner;
   readonly clock?: Clock;
-  /** How long a version that left the stable position stays warm (default: warmGraceMs()). */
+  /** How long a version that left the stable position stays warm (TrafficService's). */
   readonly warmGraceMs?: number;
   /** A canary or candidate whose replicas are not all ready by then is rolled back. */
   readonly readyTimeoutMs?: number;
@@ -85,12 +85,6 @@ export interface RolloutControllerOptions {
 export const rolloutActor = 'rollout-controller';
 export const blueGreenActor = 'blue-green';
 export const defaultReadyTimeoutMs = 10 * 60_000;
-
-/** KILN_WARM_GRACE_MS, else 10 minutes: how long a replaced stable version stays warm. */
-export function warmGraceMs(env: NodeJS.ProcessEnv = process.env): number {
-  const given = Number(env.KILN_WARM_GRACE_MS);
-  return Number.isFinite(given) && given >= 0 && env.KILN_WARM_GRACE_MS !== '' ? given : 600_000;
-}
 
 /** A rollout as `kiln rollout status` shows it: the record and the step's live analysis. */
 export interface RolloutView {
@@ -458,13 +452,19 @@ export class RolloutController {
   }
 
   private async analyze(rollout: RolloutRecord): Promise<CanaryVerdict> {
-    const since = Date.parse(rollout.stepStartedAt ?? new Date(this.clock.now()).toISOString());
-    const { primary } = await this.options.observations.observationsSince(rollout.endpoint, since);
+    // From the first whole bucket of the step: the bucket it began in may hold requests of a
+    // canary of the same version rolled back moments before, or of a smaller step.
+    const startedMs =
+      rollout.stepStartedAt === null ? this.clock.now() : Date.parse(rollout.stepStartedAt);
+    const { primary } = await this.options.observations.observationsSince(
+      rollout.endpoint,
+      nextBucketStart(startedMs),
+    );
     return analyzeCanaryStep({
       thresholds: rollout.thresholds,
       ...(rollout.sliceKey === null ? {} : { sliceKey: rollout.sliceKey }),
-      baseline: primary.get(versionKey(rollout.baseline)) ?? emptyObservations(),
-      canary: primary.get(versionKey(rollout.canary)) ?? emptyObservations(),
+      baseline: primary.get(versionKey(rollout.baseline)) ?? emptyVersionObservations(),
+      canary: primary.get(versionKey(rollout.canary)) ?? emptyVersionObservations(),
     });
   }
 
@@ -478,7 +478,7 @@ export class RolloutController {
   }
 
   private warmUntil(): number {
-    return this.clock.now() + (this.options.warmGraceMs ?? warmGraceMs());
+    return this.clock.now() + (this.options.warmGraceMs ?? defaultWarmGraceMs);
   }
 
   private async write(rollout: RolloutRecord, change: TrafficChange): Promise<void> {
@@ -490,15 +490,4 @@ export class RolloutController {
     if (rollout === null) throw kilnError('KILN_ROLLOUT_NOT_FOUND', { rollout: id });
     return rollout;
   }
-}
-
-function emptyObservations(): VersionObservations {
-  return {
-    overall: {
-      requests: 0,
-      errors: 0,
-      latencyMs: new HistogramSketch(reportSketchAccuracy),
-      outputs: new HistogramSketch(reportSketchAccuracy),
-    },
-  };
 }
