@@ -115,12 +115,12 @@ export class TrafficApi {
     return expect(response, [200], `rollback ${endpoint}`);
   }
 
-  /** POST /api/v1/endpoints/{name}/rollouts: a canary of `model:version` (routes-rollouts.ts). */
+  /** POST /api/v1/endpoints/{name}/rollout: a canary of `model:version` (routes-rollouts.ts). */
   async startRollout(endpoint: string, body: Record<string, unknown>): Promise<RolloutBody> {
     const response = await call(
       this.url,
       'POST',
-      `/api/v1/endpoints/${endpoint}/rollouts`,
+      `/api/v1/endpoints/${endpoint}/rollout`,
       body,
       this.headers,
     );
