@@ -13,7 +13,7 @@ import { Agent, request } from 'undici';
 import { goal, percentile, table } from './_report.ts';
 import { startPlatform } from '../src/control/start-platform.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { servedBy } from '../test/helpers/model-version.ts';
 import { registerSliceModels, sliceBody } from '../test/helpers/slice-models.ts';
@@ -133,9 +133,15 @@ export async function run(args: readonly string[] = []): Promise<void> {
     const sorted = (values: number[]): number[] => [...values].sort((a, b) => a - b);
     const row = (name: string, values: number[]): (string | number)[] => {
       const s = sorted(values);
-      return [name, values.length, percentile(s, 50), s.at(-1) ?? Number.NaN];
+      return [name, String(values.length), percentile(s, 50), s.at(-1) ?? Number.NaN];
     };
     console.log(`kiln rollback said (round 0): ${cliSaid[0] ?? ''}`);
+    // The CLI's start is most of the total on a busy machine: say how busy it was.
+    console.log(
+      `${cpus().length} cores, load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')} at the end`,
+    );
     console.log(
       table(
         ['switch (ms, to the first answer of the other version)', 'n', 'p50', 'max'],
