@@ -97,3 +97,20 @@ export function isV2DeFailure(answer: LoadAnswer): boolean {
     sliceReference.versions['2']?.fails[answer.tag] === true
   );
 }
+
+/**
+ * A golden set (golden-set-input.ts) of every fixture row with the outputs of reference
+ * version `outputsOf`: registered with a version that must reproduce them before a
+ * blue-green switch gives it traffic.
+ */
+export function sliceGoldenSet(outputsOf: 1 | 3): unknown {
+  const reference = sliceReference.versions[outputsOf];
+  if (reference === undefined) throw new Error(`no reference for v${outputsOf}`);
+  return {
+    tolerance: { absolute: 0, relative: 0 },
+    cases: sliceRows.map((row, i) => ({
+      request: { inputs: [{ name: 'x', shape: [1, 2], datatype: 'FP32', data: row.x }] },
+      outputs: [{ name: 'y', data: [reference.y[i]] }],
+    })),
+  };
+}

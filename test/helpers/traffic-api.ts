@@ -132,6 +132,18 @@ export class TrafficApi {
     return (expect(response, [200], `rollout ${id}`) as RolloutView).rollout;
   }
 
+  /** PUT /api/v1/models/{m}/versions/{v}/golden (golden-set-input.ts). */
+  async setGolden(model: string, version: number, golden: unknown): Promise<unknown> {
+    const response = await call(
+      this.url,
+      'PUT',
+      `/api/v1/models/${model}/versions/${version}/golden`,
+      golden,
+      this.headers,
+    );
+    return expect(response, [200, 201], `golden set ${model}:${version}`);
+  }
+
   /** GET /api/v1/endpoints/{name}/history: newest first. */
   async history(endpoint: string): Promise<readonly TrafficEventBody[]> {
     const response = await call(

@@ -1,7 +1,9 @@
 // Every traffic switch under a steady load loses no request (issue 13), end to end through
 // the real gateway and worker processes: a manual split, a rollback of it, a deploy that
 // replaces the stable version, a rollback to the previous (warm) version through the real
-// `kiln rollback` CLI, and a canary rollout's steps up to completion. Every answer is checked
+// `kiln rollback` CLI, a canary rollout's steps up to completion, a blue-green switch whose
+// candidate passes its golden set and one whose candidate fails it (traffic never reaches
+// it). Every answer is checked
 // against the fixtures' numpy reference for the version named by its `kiln-model-version`,
 // and its `kiln-model` must be the model. The time from `kiln rollback` to the first answer
 // of the other version is printed, not asserted (bench/rollback.ts measures it).
@@ -14,6 +16,7 @@ import {
   checkSliceAnswer,
   cyclingRequests,
   registerSliceModels,
+  sliceGoldenSet,
   sliceRows,
 } from '../helpers/slice-models.ts';
 import { SteadyLoad, type LoadAnswer } from '../helpers/steady-load.ts';
@@ -54,7 +57,7 @@ function cliRollback(
   });
 }
 
-test('no request fails across a split, its rollback, a replace, a CLI rollback and a rollout', async (t) => {
+test('no request fails across a split, its rollback, a replace, a CLI rollback, a rollout and blue-green switches', async (t) => {
   await api.deploy(ENDPOINT, MODEL, 1);
   await waitForGatewayReady(platform.gatewayUrl, ENDPOINT);
   const load = new SteadyLoad({
@@ -131,6 +134,47 @@ test('no request fails across a split, its rollback, a replace, a CLI rollback a
       assert.equal(done.state, 'succeeded', JSON.stringify(done));
       await load.waitForOnly(3);
       assert.equal((await api.endpoint(ENDPOINT)).version, 3);
+    });
+
+    await t.test(
+      'blue-green v3 -> v1: golden set reproduced, then all traffic at once',
+      async () => {
+        await api.setGolden(MODEL, 1, sliceGoldenSet(1));
+        const rollout = await api.startRollout(ENDPOINT, {
+          model: MODEL,
+          version: 1,
+          strategy: 'blue-green',
+        });
+        const done = await api.waitForRollout(
+          rollout.id,
+          (r) => !['starting', 'running', 'paused'].includes(r.state),
+          'the blue-green switch to finish',
+        );
+        assert.equal(done.state, 'succeeded', JSON.stringify(done));
+        await load.waitForOnly(1);
+        assert.equal((await api.endpoint(ENDPOINT)).version, 1);
+      },
+    );
+
+    await t.test('blue-green to v2, which fails its golden set: traffic never moves', async () => {
+      // v2 is meant to be v1 again, so v1's outputs are its golden set; it fails the de rows.
+      await api.setGolden(MODEL, 2, sliceGoldenSet(1));
+      const rollout = await api.startRollout(ENDPOINT, {
+        model: MODEL,
+        version: 2,
+        strategy: 'blue-green',
+      });
+      const done = await api.waitForRollout(
+        rollout.id,
+        (r) => !['starting', 'running', 'paused'].includes(r.state),
+        'the blue-green check to end',
+      );
+      assert.equal(done.state, 'rolled-back', JSON.stringify(done));
+      assert.ok((done.reason ?? '').length > 0, 'the reason is recorded');
+      console.log(`blue-green to v2 ${done.state}: ${done.reason ?? ''}`);
+      await load.waitForAnswers(1);
+      assert.equal(load.answeredBy(2), 0, 'no request went to the candidate');
+      assert.equal((await api.endpoint(ENDPOINT)).version, 1);
     });
 
     await t.test('history lists every switch', async () => {
