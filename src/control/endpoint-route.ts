@@ -16,7 +16,11 @@
 // serves once every slot is ready, or once nothing else is ready; until then the largest
 // ready group of another revision serves in its place (the revision a deploy replaces, now
 // usually warm) — but never one a variant, a shadow or a staged version claims: those have
-// their own role (a staged candidate has not passed its checks yet).
+// their own role (a staged candidate has not passed its checks yet). And only until the
+// stable revision has been fully ready once (`stableEstablished`): before traffic policies
+// the revisions it replaced were stopped then, so a later crash or scale-up never sent the
+// traffic back to them; a warm version (kept ten minutes) or a canary just dropped must not
+// either — an old version serving again after a deploy or a rollback is what users see.
 
 import type { ModelSchema } from '../core/tensor.ts';
 import type {
@@ -139,9 +143,32 @@ export interface RouteInput {
   /** This endpoint's replicas (any state). */
   readonly replicas: readonly RoutableReplica[];
   readonly facts: (model: string, version: number) => VersionFacts;
+  /**
+   * Whether the stable revision has been fully ready since it became the stable one (the
+   * reconciler remembers; stableFullyReady tells it): then nothing else stands in for it.
+   */
+  readonly stableEstablished?: boolean;
 }
 
-export function endpointRoute({ endpoint, traffic, replicas, facts }: RouteInput): EndpointRoute {
+/** Whether every slot of the endpoint's stable revision holds a ready replica now. */
+export function stableFullyReady(
+  endpoint: EndpointRecord,
+  replicas: readonly RoutableReplica[],
+): boolean {
+  const revision = workerRevision(endpoint);
+  const ready = replicas.filter(
+    (r) => r.revision === revision && r.state === 'ready' && r.url !== null,
+  );
+  return ready.length >= endpoint.replicas;
+}
+
+export function endpointRoute({
+  endpoint,
+  traffic,
+  replicas,
+  facts,
+  stableEstablished = false,
+}: RouteInput): EndpointRoute {
   const ready = replicas.filter((r) => r.state === 'ready' && r.url !== null);
   const versions = endpointVersions(endpoint, traffic);
   const stableRevision = versions[0]?.revision ?? workerRevision(endpoint);
@@ -154,7 +181,7 @@ export function endpointRoute({ endpoint, traffic, replicas, facts }: RouteInput
   const current = ready.filter((r) => r.revision === stableRevision);
   const others = ready.filter((r) => r.revision !== stableRevision && !claimed.has(r.revision));
   let serving = current;
-  if (current.length < endpoint.replicas && others.length > 0) {
+  if (!stableEstablished && current.length < endpoint.replicas && others.length > 0) {
     const byRevision = new Map<string, RoutableReplica[]>();
     for (const r of others) byRevision.set(r.revision, [...(byRevision.get(r.revision) ?? []), r]);
     serving = [...byRevision.values()].reduce((a, b) => (b.length > a.length ? b : a));

@@ -44,6 +44,7 @@ import {
   endpointVersions,
   expiredWarm,
   keptRevisions,
+  stableFullyReady,
   type VersionFacts,
   type VersionRole,
 } from './endpoint-route.ts';
@@ -192,6 +193,13 @@ export class Reconciler {
   private endpoints: readonly EndpointRecord[] = [];
   /** The traffic records read last pass, by endpoint (none: stable only). */
   private traffic = new Map<string, EndpointTrafficRecord>();
+  /**
+   * Per endpoint, its stable revision once fully ready (endpoint-route.ts: after that no
+   * other revision stands in for it, whatever crashes).
+   */
+  private readonly established = new Map<string, string>();
+  /** Failed writes dropping expired warm versions already reported (endpoint#revision). */
+  private readonly warmDropFailures = new Set<string>();
   /** The model and version each revision the last plan wanted is of (what a start launches). */
   private revisions = new Map<string, { readonly model: string; readonly version: number }>();
   private grants: readonly ApiKeyGrant[] = [];
@@ -438,6 +446,10 @@ export class Reconciler {
         this.traffic.set(name, updated);
       } catch (error) {
         if (error instanceof KilnError && error.code === 'KILN_TRAFFIC_CONFLICT') continue;
+        // Retried every pass; said once per record revision.
+        const said = `${name}#${record.revision}`;
+        if (this.warmDropFailures.has(said)) continue;
+        this.warmDropFailures.add(said);
         process.stderr.write(
           `reconciler: dropping expired warm versions of ${name}: ${String(error)}\n`,
         );
@@ -647,11 +659,16 @@ export class Reconciler {
   // ------------------------------------------------------------------ routing
 
   private route(endpoint: EndpointRecord): EndpointRoute {
+    const replicas = [...this.replicas.values()].filter((r) => r.endpoint === endpoint.name);
+    const revision = workerRevision(endpoint);
+    if (this.established.get(endpoint.name) !== revision && stableFullyReady(endpoint, replicas))
+      this.established.set(endpoint.name, revision);
     return endpointRoute({
       endpoint,
       traffic: this.traffic.get(endpoint.name) ?? null,
-      replicas: [...this.replicas.values()].filter((r) => r.endpoint === endpoint.name),
+      replicas,
       facts: (model, version) => this.facts(model, version),
+      stableEstablished: this.established.get(endpoint.name) === revision,
     });
   }
 
@@ -720,6 +737,8 @@ export class Reconciler {
   }
 
   private publish(): void {
+    for (const name of this.established.keys())
+      if (!this.endpoints.some((e) => e.name === name)) this.established.delete(name);
     this.routing.publish({
       auth: this.options.auth,
       endpoints: this.endpoints.map((e) => this.route(e)),

@@ -11,6 +11,7 @@ import {
   expiredWarm,
   keptRevisions,
   revisionOf,
+  stableFullyReady,
   type RoutableReplica,
   type VersionFacts,
 } from '../../src/control/endpoint-route.ts';
@@ -316,4 +317,19 @@ test('a variant on the stable version keeps the stable rule: the revision it rep
   });
   assert.deepEqual(ids(route.replicas), ids(oldConfig));
   assert.deepEqual(ids(route.traffic?.variants[0]?.replicas), ids(oldConfig));
+});
+
+test('once the stable revision has been fully ready, nothing stands in for it any more', () => {
+  const stable = [replica('a', 1), replica('a', 1, { state: 'failed', url: null })];
+  const warm = [replica('a', 0), replica('a', 0)];
+  const record = traffic({ warm: [{ model: 'a', version: 0, until: '2099-01-01T00:00:00.000Z' }] });
+  const input = { endpoint, traffic: record, replicas: [...stable, ...warm], facts };
+  // Still rolling out (never fully ready): the warm version serves, as before.
+  assert.deepEqual(ids(endpointRoute(input).replicas), ids(warm));
+  // Established (one replica crashed since, or a scale-up): the stable version serves alone.
+  const route = endpointRoute({ ...input, stableEstablished: true });
+  assert.deepEqual(ids(route.replicas), ids(stable.slice(0, 1)));
+  assert.equal(route.version, 1);
+  assert.equal(stableFullyReady(endpoint, stable), false);
+  assert.equal(stableFullyReady(endpoint, [stable[0]!, replica('a', 1)]), true);
 });

@@ -97,6 +97,8 @@ async function setup(
   t: TestContext,
   options: {
     clock?: Clock;
+    /** The SQLite store's own traffic tables, not the records the test sets. */
+    realStore?: boolean;
     /** Before start: deploy, set records, then adopt what it returns (a restart). */
     before?: (
       endpoints: EndpointService,
@@ -106,9 +108,10 @@ async function setup(
   } = {},
 ) {
   const dir = await tempDir();
-  const sqlite = SqliteStore.open(`${dir}/kiln.db`);
+  const clock = options.clock ?? { now: () => Date.now() };
+  const sqlite = SqliteStore.open(`${dir}/kiln.db`, { clock });
   const traffic = new TrafficRecords();
-  const store = traffic.wrap(sqlite);
+  const store = options.realStore === true ? sqlite : traffic.wrap(sqlite);
   const artifacts = new ArtifactStore(`${dir}/artifacts`);
   await artifacts.init();
   const registry = new Registry(store, artifacts);
@@ -126,7 +129,6 @@ async function setup(
     }
   }
   const backend = new DrivenBackend();
-  const clock = options.clock ?? { now: () => Date.now() };
   const reconciler = new Reconciler({
     store,
     registry,
@@ -155,7 +157,7 @@ async function setup(
   const ack = () => reconciler.routing.acknowledge(reconciler.routing.current().version);
   const launchesOf = (model: string, version: number) =>
     backend.launched.filter((l) => l.launch.model === model && l.launch.version === version);
-  return { backend, reconciler, endpoints, traffic, route, ack, firstPoll, launchesOf };
+  return { backend, reconciler, endpoints, traffic, store, route, ack, firstPoll, launchesOf };
 }
 
 test('a canary runs beside the stable version and each variant routes to its own replicas', async (t) => {
@@ -305,6 +307,15 @@ test('a warm version runs until its time, then stops and is dropped from the rec
       [1, ['warm'], until10],
     ],
   );
+  // Once a:2 has been fully ready, a crash of it never sends the traffic back to a:1.
+  backend.exit(launchesOf('a', 2)[0]!);
+  await reconciler.trigger();
+  assert.deepEqual([route()?.version, route()?.replicas.length], [2, 0]);
+  clock.advance(500);
+  await until(() => launchesOf('a', 2).length === 2, 'a:2 restarted');
+  backend.ready(launchesOf('a', 2)[1]!);
+  await until(() => route()?.replicas.length === 1, 'a:2 serves again');
+  assert.equal(route()?.version, 2);
   // A crash of the warm one is restarted like any other.
   backend.exit(launchesOf('a', 1)[0]!);
   clock.advance(500);
@@ -321,7 +332,7 @@ test('a warm version runs until its time, then stops and is dropped from the rec
   assert.equal(change?.event.actor, 'reconciler');
   assert.match(change?.event.reason ?? '', /a:1/);
   assert.equal(change?.expectRevision, 1);
-  assert.ok(!launchesOf('a', 2)[0]!.stopRequested);
+  assert.ok(!launchesOf('a', 2)[1]!.stopRequested);
 });
 
 test('a restarted control plane adopts the replicas of every version the endpoint runs', async (t) => {
@@ -355,4 +366,56 @@ test('a restarted control plane adopts the replicas of every version the endpoin
   await reconciler.trigger(); // a whole pass after the first
   assert.equal(backend.launched.length, 2);
   assert.ok(backend.launched.every((l) => !l.stopRequested));
+});
+
+test('with the SQLite store: a policy change runs and routes its versions, an expired warm one is dropped in history', async (t) => {
+  const clock = new FakeClock();
+  const { backend, reconciler, endpoints, store, route, ack, launchesOf } = await setup(t, {
+    clock,
+    realStore: true,
+  });
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 1 });
+  await until(() => backend.launched.length === 1, 'a:1 launched');
+  backend.ready(backend.launched[0]!);
+  const event = { endpoint: 'e', actor: 'test', reason: 'canary' };
+  await store.updateEndpointTraffic('e', {
+    policy: policy([
+      { model: 'a', version: 1, weight: 75 },
+      { model: 'a', version: 2, weight: 25 },
+    ]),
+    event: { ...event, action: 'policy', detail: null },
+  });
+  await reconciler.trigger();
+  await until(() => launchesOf('a', 2).length === 1, 'a:2 launched');
+  backend.ready(launchesOf('a', 2)[0]!);
+  await until(() => route()?.traffic?.variants[1]?.replicas.length === 1, 'a:2 routed');
+  assert.deepEqual(
+    route()?.traffic?.variants.map((v) => [v.version, v.weight, v.replicas[0]?.version]),
+    [
+      [1, 75, 1],
+      [2, 25, 2],
+    ],
+  );
+
+  // The policy cleared, a:2 kept warm for a minute.
+  const until1 = new Date(clock.now() + 60_000).toISOString();
+  await store.updateEndpointTraffic('e', {
+    policy: null,
+    warm: [{ model: 'a', version: 2, until: until1 }],
+    event: { ...event, action: 'policy', detail: null },
+  });
+  await reconciler.trigger();
+  assert.equal(route()?.traffic, undefined);
+  ack();
+  await reconciler.trigger();
+  assert.ok(!launchesOf('a', 2)[0]!.stopRequested, 'warm: kept running');
+  clock.advance(60_000);
+  await reconciler.trigger();
+  ack();
+  await until(() => launchesOf('a', 2)[0]!.stopRequested, 'the expired warm version stopped');
+  assert.deepEqual((await store.getEndpointTraffic('e'))?.warm, []);
+  const history = await store.listTrafficEvents('e', { limit: 10 });
+  const last = history.items.find((e) => e.action === 'warm-expired');
+  assert.equal(last?.actor, 'reconciler');
+  assert.match(last?.reason ?? '', /a:2/);
 });
