@@ -10,6 +10,10 @@
 //   body); ≥ 500, a connection error or the timeout: an error (counted)
 //   200 with a primary 200: outputs compared (agreement, |diff|), latencies kept
 //
+// A copy is counted (offered, and dropped or sent and its outcome) in one step when its fate
+// is known, so each report's window is consistent on its own (sent <= offered, compared <=
+// sent): a copy still queued or in flight is in none yet.
+//
 // The queue is a ring buffer of fixed size, so a shadow that hangs costs at most
 // `concurrency` sockets and `queueCapacity` queued bodies, and copies beyond are dropped.
 
@@ -74,9 +78,9 @@ export class ShadowSender {
 
   /** Takes a copy, or drops it (counted) when the queue is full or nobody can answer it. */
   offer(copy: ShadowCopy): void {
-    const counts = copy.shadow.counts;
-    counts.offered += 1;
     if (this.closed || copy.shadow.replicas.length === 0 || this.size >= this.ring.length) {
+      const counts = copy.shadow.counts;
+      counts.offered += 1;
       counts.dropped += 1;
       this.options.metrics.shadowCopy(copy.endpoint, 'dropped');
       return;
@@ -137,6 +141,7 @@ export class ShadowSender {
     if (shadow.check !== null && shadow.requestKey !== copy.requestKey) {
       // The shadow reads requests otherwise (another schema): what it would refuse is an error.
       if (checkInferBody(copy.body, shadow.check) !== null) {
+        counts.offered += 1;
         counts.errors += 1;
         metrics.shadowCopy(endpoint, 'error');
         return;
@@ -144,11 +149,11 @@ export class ShadowSender {
     }
     const replica = pickReplica(shadow.replicas, shadow.cursor++, performance.now(), null);
     if (replica === null) {
+      counts.offered += 1;
       counts.dropped += 1;
       metrics.shadowCopy(endpoint, 'dropped');
       return;
     }
-    counts.sent += 1;
     metrics.shadowCopy(endpoint, 'sent');
     const startMs = performance.now();
     const timeoutMs = this.options.timeoutMs;
@@ -172,11 +177,15 @@ export class ShadowSender {
       answer = await readLimited(response.body, maxShadowAnswerBytes);
     } catch {
       // Counted, not logged: the log is never written per request.
+      counts.offered += 1;
+      counts.sent += 1;
       counts.errors += 1;
       metrics.shadowCopy(endpoint, 'error');
       return;
     }
     const latencyMs = performance.now() - startMs;
+    counts.offered += 1;
+    counts.sent += 1;
     counts.latencyMs.add(latencyMs);
     counts.primaryLatencyMs.add(copy.primaryLatencyMs);
     if (status >= 500) {

@@ -310,3 +310,30 @@ test('an hf-llm endpoint with a policy: OpenAI requests go to the variant of the
     canary.received.length,
   );
 });
+
+test('v1 predict requests to an endpoint with a policy go to their caller key variant and name it', async () => {
+  const stable = await fakeWorker('ok', answerOf(0.25));
+  const canary = await fakeWorker('ok', answerOf(0.75), 200, { channel: true });
+  const gateway = await testGateway(
+    snapshot(1, [policyEndpoint([variant(stable, 3, 50), variant(canary, 4, 50, 'fraud-next')])]),
+  );
+  const split = splitFor('salt-1', [
+    [3, 50],
+    [4, 50],
+  ]);
+  for (let i = 0; i < 20; i++) {
+    const user = `v1-user-${i}`;
+    const reply = await call(
+      gateway.url,
+      'POST',
+      '/v1/models/fraud:predict',
+      JSON.stringify({ instances: [[1, 2, 3]] }),
+      { 'kiln-user': user },
+    );
+    assert.equal(reply.status, 200);
+    const expected = split.pick(user).version;
+    assert.equal(reply.headers.get('kiln-model-version'), String(expected));
+    assert.equal(reply.headers.get('kiln-model'), expected === 4 ? 'fraud-next' : 'fraud-model');
+    assert.deepEqual(reply.json, { predictions: [[expected === 4 ? 0.75 : 0.25]] });
+  }
+});

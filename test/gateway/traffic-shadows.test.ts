@@ -185,11 +185,19 @@ test('a shadow sampled at 0.3 gets about 30 % of the copies; no shadow ready: co
   );
   const n = 400;
   for (let i = 0; i < n; i++) assert.equal((await infer(gateway.url)).status, 200);
-  await control.waitFor(
-    () =>
-      shadowTotals(control, 6).dropped === n &&
-      shadowTotals(control, 5).compared === shadowTotals(control, 5).offered,
-  );
+  // Every copy dispatched (the queue empty) and each one counted once it is done.
+  for (;;) {
+    const text = await gateway.metricsText();
+    const sent = Number(
+      /kiln_gateway_shadow_copies_total\{endpoint="fraud",outcome="sent"\} (\d+)/.exec(text)?.[1] ??
+        0,
+    );
+    const queued = /kiln_gateway_shadow_queue_depth 0/.test(text);
+    if (queued && sent > 0 && shadowTotals(control, 5).offered === sent) {
+      if (shadowTotals(control, 6).dropped === n) break;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
   const offered = shadowTotals(control, 5).offered;
   // Binomial(400, 0.3): mean 120, sd 9.2.
   assert.ok(Math.abs(offered - 120) < 45, `${offered} copies of ${n}`);
