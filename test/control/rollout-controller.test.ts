@@ -139,23 +139,37 @@ function sketchOf(values: readonly number[]): HistogramSketch {
   return sketch;
 }
 
-/** `requests` answers: latencies around 10 ms, outputs uniform in [0, 1), `errors` of them 5xx. */
-function windowOf(seed: number, requests: number, errors: number): WindowCounts {
+interface Answers {
+  readonly latencies: number[];
+  readonly outputs: number[];
+  readonly requests: number;
+  readonly errors: number;
+}
+
+/**
+ * `requests` answers: latencies around 10 ms, outputs uniform in [shift, shift + 1), `errors`
+ * of them 5xx (no output).
+ */
+function answers(seed: number, requests: number, errors: number, shift = 0): Answers {
   const random = createRandom(seed);
   const latencies = Array.from({ length: requests }, () => 5 + 10 * random.next());
-  const outputs = Array.from({ length: requests - errors }, () => random.next());
+  const outputs = Array.from({ length: requests - errors }, () => shift + random.next());
+  return { latencies, outputs, requests, errors };
+}
+
+function windowOf(parts: readonly Answers[]): WindowCounts {
   return {
-    requests,
-    errors,
-    latencyMs: sketchOf(latencies).snapshot(),
-    outputs: sketchOf(outputs).snapshot(),
+    requests: parts.reduce((sum, part) => sum + part.requests, 0),
+    errors: parts.reduce((sum, part) => sum + part.errors, 0),
+    latencyMs: sketchOf(parts.flatMap((part) => part.latencies)).snapshot(),
+    outputs: sketchOf(parts.flatMap((part) => part.outputs)).snapshot(),
   };
 }
 
 interface VersionTraffic {
   readonly version: number;
-  /** Per slice value: [requests, errors]. */
-  readonly slices: Readonly<Record<string, readonly [number, number]>>;
+  /** Per slice value: [requests, errors, output shift (default 0)]. */
+  readonly slices: Readonly<Record<string, readonly [number, number, number?]>>;
 }
 
 let seed = 1;
@@ -171,19 +185,16 @@ async function report(h: Harness, versions: readonly VersionTraffic[]): Promise<
       {
         endpoint: 'fraud',
         versions: versions.map(({ version, slices }) => {
-          const entries = Object.entries(slices);
-          const total = entries.reduce((sum, [, [requests]]) => sum + requests, 0);
-          const errors = entries.reduce((sum, [, [, failed]]) => sum + failed, 0);
+          // The overall window is the slices' answers together, as a gateway counts them.
+          const parts = Object.entries(slices).map(
+            ([value, [requests, errors, shift]]) =>
+              [value, answers(seed++, requests, errors, shift)] as const,
+          );
           return {
             model: 'fraud',
             version,
-            overall: windowOf(seed++, total, errors),
-            slices: Object.fromEntries(
-              entries.map(([value, [requests, failed]]) => [
-                value,
-                windowOf(seed++, requests, failed),
-              ]),
-            ),
+            overall: windowOf(parts.map(([, part]) => part)),
+            slices: Object.fromEntries(parts.map(([value, part]) => [value, windowOf([part])])),
           };
         }),
         shadows: [],
@@ -355,6 +366,47 @@ test('canary worse on one slice only: rolled back at once with the slice named, 
   assert.equal(last?.action, 'rollout-rollback');
   assert.equal(last?.actor, 'rollout-controller');
   assert.match(last?.reason ?? '', /slice country=de/);
+});
+
+test("canary whose outputs shift on one slice only: rolled back on that slice's PSI while the overall PSI passes", async () => {
+  const h = await harness();
+  h.replicas.ready.add('fraud:2');
+  const started = await h.controller.startRollout(
+    'fraud',
+    {
+      model: 'fraud',
+      version: 2,
+      steps: [10, 50, 100],
+      intervalMs,
+      thresholds: { maxErrorRate: 0.02, maxP99Ms: 50, minRequests: 200, minSliceRequests: 100 },
+      sliceKey: 'country',
+    },
+    'ci',
+  );
+  await h.controller.tick();
+  h.clock.advance(10_000);
+  // No errors anywhere; the canary's de outputs sit half a unit higher.
+  await report(h, [
+    { version: 1, slices: { de: [1000, 0], us: [9000, 0] } },
+    { version: 2, slices: { de: [300, 0, 0.5], us: [2700, 0] } },
+  ]);
+  await h.controller.tick();
+  const rolled = await h.store.getRollout(started.id);
+  assert.equal(rolled?.state, 'rolled-back');
+  const verdict = rolled?.lastAnalysis as {
+    reasons: { check: string; scope: string }[];
+    checks: { check: string; scope: string; outcome: string; psi?: number }[];
+  };
+  assert.deepEqual(
+    verdict.reasons.map((r) => [r.check, r.scope]),
+    [['output-psi', 'slice country=de']],
+  );
+  const overallPsi = verdict.checks.find((c) => c.check === 'output-psi' && c.scope === 'overall');
+  assert.equal(overallPsi?.outcome, 'pass', 'the whole-traffic figures stay within bounds');
+  assert.match(
+    rolled?.reason ?? '',
+    /slice country=de: PSI of canary outputs vs baseline [\d.]+ above maxPsi 0\.2/,
+  );
 });
 
 test('pause holds the step past its interval, resume carries on, promote skips ahead, abort drops the canary', async () => {

@@ -191,10 +191,11 @@ async function deployByRollout(
   if (
     Object.keys(given.config).length > 0 ||
     given.replicas !== undefined ||
-    given.team !== undefined
+    given.team !== undefined ||
+    given.warmGraceMs !== undefined
   )
     throw usageError(
-      `serving settings (replicas, team, batching, threads …) do not combine with --strategy ${strategy}`,
+      `serving settings (replicas, team, batching, threads, warm grace …) do not combine with --strategy ${strategy}`,
       'change them with a plain `kiln deploy` (--strategy replace) first',
     );
   rolloutBody('m', 1, strategy, options); // usage errors before any call

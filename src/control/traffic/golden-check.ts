@@ -21,14 +21,24 @@ export interface GoldenRunOptions {
   readonly fetch?: typeof fetch;
   /** Per case; a replica that hangs fails the set. */
   readonly timeoutMs?: number;
+  /** For the whole set: a slow replica fails it too (the controller waits on it). */
+  readonly totalTimeoutMs?: number;
 }
 
 export function httpGoldenRunner(options: GoldenRunOptions = {}): GoldenRunner {
   const send = options.fetch ?? fetch;
   const timeoutMs = options.timeoutMs ?? 10_000;
+  const totalTimeoutMs = options.totalTimeoutMs ?? 120_000;
   return async (replicaUrl, endpoint, set) => {
     const url = `${replicaUrl}/v2/models/${encodeURIComponent(endpoint)}/infer`;
+    const deadline = Date.now() + totalTimeoutMs;
     for (const [index, golden] of set.cases.entries()) {
+      if (Date.now() > deadline)
+        return {
+          ok: false,
+          caseIndex: index,
+          reason: `case ${index}: not reached, the set took longer than ${totalTimeoutMs / 1000} s`,
+        };
       let status: number;
       let body: unknown;
       try {

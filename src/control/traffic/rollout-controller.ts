@@ -112,9 +112,17 @@ export class RolloutController {
 
   start(): void {
     if (this.timer !== null) return;
-    this.timer = setInterval(() => void this.tick(), this.options.tickMs ?? 1000);
+    // A tick that outlasts the period (a golden set against a slow replica) is not queued
+    // again behind itself: the next one starts after it.
+    let ticking = false;
+    const run = (): void => {
+      if (ticking) return;
+      ticking = true;
+      void this.tick().finally(() => (ticking = false));
+    };
+    this.timer = setInterval(run, this.options.tickMs ?? 1000);
     this.timer.unref();
-    void this.tick();
+    run();
   }
 
   async close(): Promise<void> {
