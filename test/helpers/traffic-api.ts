@@ -76,17 +76,17 @@ export class TrafficApi {
     };
   }
 
-  /** PUT /api/v1/endpoints/{name}/traffic: a manual split. */
+  /** PUT /api/v1/endpoints/{name}/traffic: a manual split (`extra`: salt, keyPath, …). */
   async setPolicy(
     endpoint: string,
     versions: readonly VersionWeight[],
-    reason = 'e2e test',
+    extra: Record<string, unknown> = {},
   ): Promise<unknown> {
     const response = await call(
       this.url,
       'PUT',
       `/api/v1/endpoints/${endpoint}/traffic`,
-      { versions, shadows: [], reason },
+      { versions, shadows: [], reason: 'e2e test', ...extra },
       this.headers,
     );
     return expect(response, [200], `traffic set ${endpoint}`);
