@@ -1,0 +1,111 @@
+// Shadows through the real gateway and workers (issue 13): the fixtures' v1 serves, v2 (fails
+// on every de row) and v3 (adds 10 on de rows) get a copy of every request. Under a steady
+// load over all fixture rows (one in ten is de), every primary answer is v1's, correct, and
+// none fails — a shadow's errors and differences never reach the client — while the shadow
+// report (`GET /api/v1/endpoints/{e}/shadows/report`, what `kiln shadow report` prints)
+// shows what each shadow did: v2 agrees wherever it answers and fails about one copy in ten,
+// v3 never fails and disagrees on about one in ten, by 10.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { call, testPlatform } from '../helpers/platform.ts';
+import {
+  checkSliceAnswer,
+  cyclingRequests,
+  registerSliceModels,
+  sliceRows,
+} from '../helpers/slice-models.ts';
+import { SteadyLoad, type LoadAnswer } from '../helpers/steady-load.ts';
+import { TrafficApi, waitForGatewayReady } from '../helpers/traffic-api.ts';
+
+const platform = await testPlatform({ gateway: true });
+const api = new TrafficApi(platform.url);
+const MODEL = 'tm';
+const ENDPOINT = 'shadowed';
+await registerSliceModels(platform.url, MODEL);
+
+interface ShadowEntry {
+  model: string;
+  version: number;
+  offered: number;
+  sent: number;
+  dropped: number;
+  errors: number;
+  compared: number;
+  agreed: number;
+  absDiff: { count: number; mean: number | null; max: number | null };
+}
+
+async function report(): Promise<ShadowEntry[]> {
+  const response = await call(platform.url, 'GET', `/api/v1/endpoints/${ENDPOINT}/shadows/report`);
+  assert.equal(response.status, 200, JSON.stringify(response.body));
+  return (response.body as { shadows: ShadowEntry[] }).shadows;
+}
+
+function onlyV1(answer: LoadAnswer): string | null {
+  if (answer.version !== 1) return `answered by version ${answer.version}, not the primary v1`;
+  return checkSliceAnswer(answer);
+}
+
+test('shadows that fail or disagree never change the primary answer; the report counts them', async () => {
+  await api.deploy(ENDPOINT, MODEL, 1);
+  await waitForGatewayReady(platform.gatewayUrl, ENDPOINT);
+  const load = new SteadyLoad({
+    url: `${platform.gatewayUrl}/v2/models/${ENDPOINT}/infer`,
+    clients: 4,
+    maxRatePerSecond: 300,
+    next: cyclingRequests(sliceRows.map((_, i) => i)),
+    check: onlyV1,
+  }).start();
+  try {
+    await load.waitForAnswers(1);
+    const set = await call(platform.url, 'PUT', `/api/v1/endpoints/${ENDPOINT}/shadows`, {
+      shadows: [
+        { model: MODEL, version: 2, sampleRate: 1 },
+        { model: MODEL, version: 3, sampleRate: 1 },
+      ],
+      reason: 'e2e: shadow v2 and v3',
+    });
+    assert.equal(set.status, 200, JSON.stringify(set.body));
+    let entries: ShadowEntry[] = [];
+    const deadline = Date.now() + 180_000;
+    const enough = (e: ShadowEntry | undefined): boolean =>
+      e !== undefined && e.compared + e.errors >= 400;
+    for (;;) {
+      entries = await report();
+      if (
+        enough(entries.find((e) => e.version === 2)) &&
+        enough(entries.find((e) => e.version === 3))
+      )
+        break;
+      assert.ok(Date.now() < deadline, `shadow counts never grew: ${JSON.stringify(entries)}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    console.log(`shadow report: ${JSON.stringify(entries)}`);
+    const v2 = entries.find((e) => e.version === 2);
+    const v3 = entries.find((e) => e.version === 3);
+    assert.ok(v2 !== undefined && v3 !== undefined);
+
+    // v2 answers exactly as v1 where it answers, and fails the de copies (~1 in 10).
+    assert.equal(v2.agreed, v2.compared, 'v2 agrees wherever it answers');
+    const v2FailShare = v2.errors / (v2.errors + v2.compared);
+    assert.ok(v2FailShare > 0.05 && v2FailShare < 0.15, `v2 failed ${v2FailShare} of its copies`);
+    // v3 never fails, and disagrees on the de copies (~1 in 10) by 10.
+    assert.equal(v3.errors, 0);
+    const v3Disagree = (v3.compared - v3.agreed) / v3.compared;
+    assert.ok(v3Disagree > 0.05 && v3Disagree < 0.15, `v3 disagreed on ${v3Disagree}`);
+    assert.ok(Math.abs((v3.absDiff.max ?? 0) - 10) < 1e-3, `max |diff| ${v3.absDiff.max}`);
+    for (const entry of [v2, v3]) assert.ok(entry.sent + entry.dropped <= entry.offered);
+
+    const cleared = await call(platform.url, 'DELETE', `/api/v1/endpoints/${ENDPOINT}/shadows`);
+    assert.equal(cleared.status, 200, JSON.stringify(cleared.body));
+    await load.waitForAnswers(1);
+  } finally {
+    const summary = await load.stop();
+    assert.deepEqual(
+      summary.failures.slice(0, 20),
+      [],
+      `${summary.failures.length} of ${summary.sent} primary answers failed or were not v1's`,
+    );
+  }
+});
