@@ -285,13 +285,10 @@ test('a warm version runs until its time, then stops and is dropped from the rec
   await endpoints.deploy('e', { model: 'a', version: 1, replicas: 1 });
   await until(() => backend.launched.length === 1, 'a:1 launched');
   backend.ready(backend.launched[0]!);
-  // Replaced by a:2; a:1 kept warm ten minutes.
+  // Replaced by a:2: the deploy keeps a:1 warm ten minutes (the default grace).
   const until10 = new Date(clock.now() + 600_000).toISOString();
-  traffic.set('e', {
-    previous: { model: 'a', version: 1 },
-    warm: [{ model: 'a', version: 1, until: until10 }],
-  });
   await endpoints.deploy('e', { model: 'a', version: 2, replicas: 1 });
+  assert.deepEqual(traffic.records.get('e')?.warm, [{ model: 'a', version: 1, until: until10 }]);
   await until(() => launchesOf('a', 2).length === 1, 'a:2 launched');
   // Until a:2 is ready, the warm a:1 serves in its place.
   assert.equal(route()?.version, 1);

@@ -153,7 +153,8 @@ test('traffic stays on the old version until every slot of the new one is ready'
   await until(() => routed().length === 3, 'v1 routed');
   const v1 = routed();
 
-  await endpoints.deploy('e', { model: 'a', version: 2, replicas: 2 });
+  // No warm grace: the swap is under test, not keeping the old version for a rollback.
+  await endpoints.deploy('e', { model: 'a', version: 2, replicas: 2, warmGraceMs: 0 });
   await until(() => backend.launched.length === 5, 'two v2 launches');
   const [first, second] = backend.launched.slice(3);
   backend.ready(first!);
@@ -176,7 +177,8 @@ test('another model, or another worker config, on the same endpoint is rolled ou
   await until(() => route()?.replicas.length === 1, 'routed');
 
   // Model b, same version number: its own worker, and the route names b once it is ready.
-  await endpoints.deploy('e', { model: 'b', version: 1, replicas: 1 });
+  // No warm grace: the swap is under test, not keeping the old version for a rollback.
+  await endpoints.deploy('e', { model: 'b', version: 1, replicas: 1, warmGraceMs: 0 });
   await until(() => backend.launched.length === 2, 'a launch for model b');
   assert.equal(backend.launched[1]!.launch.model, 'b');
   assert.equal(route()?.model, 'a');

@@ -90,10 +90,12 @@ test('a version swap and a scale-down under load lose no request', async () => {
     );
   };
   await moreAnswers('1');
+  // The swap itself: no grace, so version 1 is not kept running warm for a rollback.
   await call(platform.url, 'PUT', '/api/v1/endpoints/swap', {
     model: 'swap-model',
     version: 2,
     replicas: 2,
+    warmGraceMs: 0,
   });
   await waitUntil('only version 2 left', async () => {
     const s = await endpoint();
