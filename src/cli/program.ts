@@ -12,6 +12,7 @@ import { Command, Option } from 'commander';
 import { registerDeployCommand } from './commands/deploy.ts';
 import { registerDownCommand } from './commands/down.ts';
 import { registerEndpointsCommands } from './commands/endpoints.ts';
+import { registerExperimentsCommands } from './commands/experiments.ts';
 import { registerGcCommand } from './commands/gc.ts';
 import { registerHealthCommand } from './commands/health.ts';
 import { registerKeysCommands } from './commands/keys.ts';
@@ -66,6 +67,7 @@ export function buildProgram(): Command {
   registerRolloutCommands(program);
   registerEndpointsCommands(program);
   registerTrafficCommands(program);
+  registerExperimentsCommands(program);
   registerPredictCommand(program);
   registerKeysCommands(program);
   registerPolicyCommands(program);

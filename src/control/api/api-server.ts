@@ -14,6 +14,8 @@ import { registerRolloutRoutes } from './routes-rollouts.ts';
 import { registerSystemRoutes } from './routes-system.ts';
 import { registerServingRoutes } from './routes-serving.ts';
 import { registerTrafficRoutes } from './routes-traffic.ts';
+import { registerExperimentRoutes } from './routes-experiments.ts';
+import { ExperimentService } from '../traffic/experiments.ts';
 import type { EndpointService } from '../endpoints.ts';
 import type { Reconciler } from '../reconciler.ts';
 import type { RolloutController } from '../traffic/rollout-controller.ts';
@@ -82,6 +84,14 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     registerTrafficRoutes(app, options.registry.store, endpoints.traffic);
     const rollouts = options.serving.rollouts;
     if (rollouts !== undefined) registerRolloutRoutes(app, options.registry, rollouts);
+    const traffic = endpoints.traffic;
+    const experiments = new ExperimentService(
+      options.registry.store,
+      traffic,
+      traffic,
+      options.clock,
+    );
+    registerExperimentRoutes(app, options.registry.store, experiments);
   }
   registerModelRoutes(app, options.registry);
   registerGoldenRoutes(app, options.registry);
