@@ -14,9 +14,12 @@
 // overall judged from 200 requests per version and a slice from 50 (PSI noise at 50 is
 // ~0.12, well under 0.5); the first step (50 %) never promotes (interval 10 min), so the
 // rollout ends only by a rollback. No user key: the gateway draws each request's variant.
+// The errors case is started with the real `kiln rollout start` and the issue's flags, and read
+// back with `kiln rollout status`; the PSI case through the API (psiBins has no flag).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { Cli } from '../cli/cli-harness.ts';
 import { testPlatform } from '../helpers/platform.ts';
 import {
   SLICE_PATH,
@@ -31,15 +34,19 @@ import { TrafficApi, waitForGatewayReady, type RolloutBody } from '../helpers/tr
 
 const platform = await testPlatform({ gateway: true });
 const api = new TrafficApi(platform.url);
+const cli = new Cli(platform.url, platform.home);
 const MODEL = 'tm';
 await registerSliceModels(platform.url, MODEL);
 
 const activeStates = ['starting', 'running', 'paused'];
 
+/** Starts the canary; resolves with the rollout's id. */
+type StartCanary = (endpoint: string) => Promise<string>;
+
 async function canaryRolledBack(
   endpoint: string,
   canary: number,
-  thresholds: Record<string, number>,
+  start: StartCanary,
 ): Promise<{ rollout: RolloutBody; load: SteadyLoad }> {
   await api.deploy(endpoint, MODEL, 1);
   await waitForGatewayReady(platform.gatewayUrl, endpoint);
@@ -54,18 +61,10 @@ async function canaryRolledBack(
   }).start();
   try {
     await load.waitForOnly(1);
-    const started = await api.startRollout(endpoint, {
-      model: MODEL,
-      version: canary,
-      steps: [50, 100],
-      intervalMs: 600_000,
-      thresholds: { maxP99Ms: 600_000, minRequests: 200, minSliceRequests: 50, ...thresholds },
-      sliceKey: 'country',
-      slicePath: SLICE_PATH,
-    });
+    const id = await start(endpoint);
     await load.waitForAnswers(canary);
     const rollout = await api.waitForRollout(
-      started.id,
+      id,
       (r) => !activeStates.includes(r.state),
       `the rollout to v${canary} to end`,
     );
@@ -89,9 +88,35 @@ function assertSliceDeNamed(rollout: RolloutBody, check: RegExp): void {
 }
 
 test('a canary failing on slice de only is rolled back with slice country=de named', async () => {
-  const { rollout, load } = await canaryRolledBack('errors', 2, {
-    maxErrorRate: 0.3,
-    maxPsi: 1000,
+  // Started with the real CLI and the issue's flags.
+  const { rollout, load } = await canaryRolledBack('errors', 2, async (endpoint) => {
+    const stdout = await cli.ok([
+      'rollout',
+      'start',
+      endpoint,
+      '--to',
+      `${MODEL}:2`,
+      '--steps',
+      '50,100',
+      '--interval',
+      '10m',
+      '--max-error-rate',
+      '0.3',
+      '--max-p99-ms',
+      '600000',
+      '--max-psi',
+      '1000',
+      '--min-requests',
+      '200',
+      '--min-slice-requests',
+      '50',
+      '--slice-key',
+      'country',
+      '--slice-path',
+      SLICE_PATH,
+      '--json',
+    ]);
+    return (JSON.parse(stdout) as { rollout: { id: string } }).rollout.id;
   });
   const summary = await load.stop();
   assertSliceDeNamed(rollout, /error rate/);
@@ -107,13 +132,30 @@ test('a canary failing on slice de only is rolled back with slice country=de nam
     `${summary.failures.length} of ${summary.sent} requests failed other than v2 on slice de`,
   );
   assert.equal((await api.endpoint('errors')).version, 1);
+  const status = await cli.ok(['rollout', 'status', 'errors']);
+  assert.match(status, /rolled-back/);
+  assert.match(status, /slice country=de/);
 });
 
 test('a canary shifting predictions on slice de only is rolled back with slice country=de named', async () => {
-  const { rollout, load } = await canaryRolledBack('shift', 3, {
-    maxErrorRate: 0.01,
-    maxPsi: 0.5,
-    psiBins: 4,
+  const { rollout, load } = await canaryRolledBack('shift', 3, async (endpoint) => {
+    const started = await api.startRollout(endpoint, {
+      model: MODEL,
+      version: 3,
+      steps: [50, 100],
+      intervalMs: 600_000,
+      thresholds: {
+        maxErrorRate: 0.01,
+        maxP99Ms: 600_000,
+        maxPsi: 0.5,
+        psiBins: 4,
+        minRequests: 200,
+        minSliceRequests: 50,
+      },
+      sliceKey: 'country',
+      slicePath: SLICE_PATH,
+    });
+    return started.id;
   });
   const summary = await load.stop();
   assertSliceDeNamed(rollout, /PSI|psi/);
