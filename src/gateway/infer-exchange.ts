@@ -53,8 +53,6 @@ import type { ChannelRequester } from './channel-client.ts';
 import type { EndpointEntry } from './route-table.ts';
 import type { ShadowSender } from './shadow-sender.ts';
 import type { TrafficEntry } from './traffic-entry.ts';
-import { answerOutputs, outputColumn, type AnswerOutput } from './answer-outputs.ts';
-import { maxOutputValuesPerAnswer } from '../protocol/traffic/traffic-report.ts';
 import {
   skippedResponseHeaders,
   UpstreamExchange,
@@ -534,16 +532,9 @@ export class InferExchange
   private countTraffic(traffic: TrafficEntry<EndpointEntry>, status: number): void {
     const latencyMs = performance.now() - this.startMs;
     const entry = this.entry;
-    const replica = this.answeredBy;
-    const counts =
-      replica !== null && (replica.version !== entry.version || replica.model !== entry.model)
-        ? traffic.counter.version(replica.model, replica.version)
-        : (entry.counts ?? traffic.counter.version(entry.model, entry.version));
     const answer = this.answerBody;
     this.answerBody = null;
-    const outputs: AnswerOutput[] | null = answer === null ? null : answerOutputs(answer);
-    const values = outputs === null ? null : outputColumn(outputs, maxOutputValuesPerAnswer);
-    counts.record(status, latencyMs, this.slice, values);
+    const outputs = traffic.count(entry, this.answeredBy, status, latencyMs, this.slice, answer);
     // Only a request that was sent (its body passed the check) is copied.
     const body = this.body;
     if (traffic.shadows.length === 0 || body === null || this.method !== 'POST') return;

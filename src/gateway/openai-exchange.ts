@@ -317,13 +317,7 @@ export class OpenAiExchange
     if (traffic === null) return;
     // Counted for the version that answered (no outputs: these answers are not v2 tensors).
     const latencyMs = performance.now() - this.startMs;
-    const entry = this.entry!;
-    const replica = this.answeredBy;
-    const counts =
-      replica !== null && (replica.version !== entry.version || replica.model !== entry.model)
-        ? traffic.counter.version(replica.model, replica.version)
-        : (entry.counts ?? traffic.counter.version(entry.model, entry.version));
-    counts.record(status, latencyMs, this.slice, null);
+    traffic.count(this.entry!, this.answeredBy, status, latencyMs, this.slice, null);
   }
 
   /** The answer has begun (or ended): this prompt no longer weighs on its replica's prefill. */

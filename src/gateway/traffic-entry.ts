@@ -23,7 +23,9 @@ import { TrafficSplit, type RandomSource, type ShadowVersion } from '../traffic/
 import type { ReplicaState } from './replica-set.ts';
 import type { CompiledNaming } from '../protocol/v2/input-naming.ts';
 import type { RequestCheck } from './request-check.ts';
-import type { EndpointTrafficCounter, ShadowCounter } from './traffic-counter.ts';
+import type { EndpointTrafficCounter, ShadowCounter, VersionCounter } from './traffic-counter.ts';
+import { answerOutputs, outputColumn, type AnswerOutput } from './answer-outputs.ts';
+import { maxOutputValuesPerAnswer } from '../protocol/traffic/traffic-report.ts';
 
 /** Where a request falls in a policy: its bucket (sticky by caller key) and its slice value. */
 export interface Placement {
@@ -34,7 +36,11 @@ export interface Placement {
 
 /** What of an EndpointEntry a variant entry needs (kept minimal to avoid an import cycle). */
 export interface VariantTarget {
+  readonly model: string;
+  readonly version: number;
   readonly replicas: readonly ReplicaState[];
+  /** Its version's counter (null: an endpoint's own entry, looked up when counted). */
+  readonly counts: VersionCounter | null;
 }
 
 export interface ShadowEntry {
@@ -124,6 +130,30 @@ export class TrafficEntry<Variant extends VariantTarget> {
   /** The entry serving a request in `bucket` (in [0, 10 000)). */
   entryAt(bucket: number): Variant {
     return this.byVersion.get(this.split.versionAt(bucket))!;
+  }
+
+  /**
+   * Counts one finished request for the version that answered it: `replica` (null: the
+   * gateway answered itself, so the version it was meant for, `meant`), its status, latency
+   * from arrival and slice, and the outputs of `answer` (a 200's v2 body; null: none).
+   * Returns the answer's outputs, for the shadows' comparison.
+   */
+  count(
+    meant: VariantTarget,
+    replica: ReplicaState | null,
+    status: number,
+    latencyMs: number,
+    slice: string | null,
+    answer: Buffer | null,
+  ): AnswerOutput[] | null {
+    const counts =
+      replica !== null && (replica.version !== meant.version || replica.model !== meant.model)
+        ? this.counter.version(replica.model, replica.version)
+        : (meant.counts ?? this.counter.version(meant.model, meant.version));
+    const outputs = answer === null ? null : answerOutputs(answer);
+    const values = outputs === null ? null : outputColumn(outputs, maxOutputValuesPerAnswer);
+    counts.record(status, latencyMs, slice, values);
+    return outputs;
   }
 
   /** The shadows that get a copy of one request (sampled apart for each). */

@@ -297,7 +297,7 @@ test('an hf-llm endpoint with a policy: OpenAI requests go to the variant of the
     const headers: Record<string, string> = i % 2 === 0 ? {} : { 'kiln-user': user };
     const reply = await call(gateway.url, 'POST', '/v1/chat/completions', body, headers);
     assert.equal(reply.status, 200);
-    const expected = compiled.split.pick(user).version;
+    const expected: number = compiled.split.pick(user).version;
     assert.equal(reply.headers.get('kiln-model-version'), String(expected), user);
     assert.equal(reply.headers.get('kiln-model'), 'chat-model');
     const text = (reply.json as { choices: { message: { content: string } }[] }).choices[0]!.message
@@ -335,5 +335,48 @@ test('v1 predict requests to an endpoint with a policy go to their caller key va
     assert.equal(reply.headers.get('kiln-model-version'), String(expected));
     assert.equal(reply.headers.get('kiln-model'), expected === 4 ? 'fraud-next' : 'fraud-model');
     assert.deepEqual(reply.json, { predictions: [[expected === 4 ? 0.75 : 0.25]] });
+  }
+});
+
+test('under steady load, policy changes (new weights, a new salt, the policy removed and back) fail no request', async () => {
+  const stable = await fakeWorker('ok', answerOf(0.25));
+  const canary = await fakeWorker('ok', answerOf(0.75), 200, { channel: true });
+  const policies = [
+    policyEndpoint([variant(stable, 3, 95), variant(canary, 4, 5)], { salt: 'a' }),
+    policyEndpoint([variant(stable, 3, 50), variant(canary, 4, 50)], { salt: 'a' }),
+    policyEndpoint([variant(stable, 3, 0), variant(canary, 4, 100)], { salt: 'b' }),
+    endpointRoute({ replicas: [replicaRoute(stable, 'v3-r1')] }),
+  ];
+  const gateway = await testGateway(snapshot(1, [policies[0]!]));
+  let done = false;
+  const load = (async () => {
+    const replies: Reply[] = [];
+    while (!done) {
+      const batch = await sendMany(
+        gateway.url,
+        16,
+        (i) => ({ headers: { 'kiln-user': `u${i}` } }),
+        8,
+      );
+      replies.push(...batch);
+    }
+    return replies;
+  })();
+  for (let version = 2; version <= 13; version++) {
+    // Some load under each policy before the next.
+    while (stable.received.length + canary.received.length < version * 8) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    assert.equal(
+      gateway.setSnapshot(snapshot(version, [policies[version % policies.length]!])),
+      true,
+    );
+  }
+  done = true;
+  const replies = await load;
+  assert.ok(replies.length > 0);
+  for (const reply of replies) {
+    assert.equal(reply.status, 200, reply.text);
+    assert.ok(['3', '4'].includes(reply.headers.get('kiln-model-version') ?? ''));
   }
 });
