@@ -5,7 +5,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseWeightedVersion } from '../../src/cli/commands/traffic.ts';
-import { historyTable, shadowReportText } from '../../src/cli/commands/traffic-render.ts';
+import {
+  historyTable,
+  shadowReportText,
+  trafficDetails,
+} from '../../src/cli/commands/traffic-render.ts';
 import { warmGraceOption } from '../../src/cli/commands/deploy.ts';
 import type { TrafficView } from '../../src/control/traffic/traffic-view.ts';
 import { call, registerFixture, testPlatform } from '../helpers/platform.ts';
@@ -51,12 +55,14 @@ void test('traffic set/show/clear, shadows, rollback and history through the CLI
   await cli.fails(['rollback', 'e'], 1);
 
   // A deploy with a grace of its own; rollback returns to the previous version.
+  const before = Date.now();
   const redeploy = await cli.run(['deploy', 'm:2', '--endpoint', 'e', '--warm-grace', '5m']);
+  const after = Date.now();
   assert.equal(redeploy.code, 0, redeploy.stderr);
   const view = await cli.json<TrafficView>(['traffic', 'show', 'e']);
   assert.deepEqual(view.previous, { model: 'm', version: 1 });
   const until = Date.parse(view.warm[0]?.until ?? '');
-  assert.ok(until > Date.now() && until <= Date.now() + 5 * 60_000, view.warm[0]?.until);
+  assert.ok(until >= before + 300_000 && until <= after + 300_000, view.warm[0]?.until);
   const back = await cli.ok(['rollback', 'e']);
   assert.match(back, /^rolled back e: m:1 is stable again \(was m:2, kept warm\)/);
 
@@ -167,5 +173,61 @@ void test('renderings: history changes in words, the shadow report aligned', () 
   assert.match(
     rows[2] ?? '',
     /^m:3 +50% +8 +6 +2 +2 +50\.0% \(2\/4\) +0\.1250 +0\.2500 +10\.2 +120 +1\.0\/2\.0$/,
+  );
+});
+
+void test('traffic show: a rollout in progress, warm and staged versions, sticky and slice keys', () => {
+  const text = trafficDetails({
+    endpoint: 'fraud',
+    stable: { model: 'fraud', version: 4, ref: '@champion' },
+    split: [
+      { model: 'fraud', version: 4, weight: 95 },
+      { model: 'fraud', version: 5, weight: 5 },
+    ],
+    policy: {
+      versions: [
+        { model: 'fraud', version: 4, weight: 95 },
+        { model: 'fraud', version: 5, weight: 5 },
+      ],
+      shadows: [{ model: 'fraud', version: 6, sampleRate: 0.125 }],
+      salt: 'r-1',
+      keyPath: '$.parameters.user',
+      sliceKey: 'country',
+      slicePath: '$.parameters.country',
+    },
+    previous: { model: 'fraud', version: 3 },
+    warm: [{ model: 'fraud', version: 3, until: '2026-01-31T14:15:09.000Z' }],
+    staged: [],
+    rollout: {
+      id: 'r-1',
+      strategy: 'canary',
+      state: 'running',
+      canary: { model: 'fraud', version: 5 },
+      stepIndex: 1,
+      steps: [1, 5, 25, 100],
+    },
+    experiment: null,
+    revision: 7,
+    updatedAt: '2026-01-31T14:05:09.000Z',
+    warmGraceMs: 600_000,
+  });
+  assert.equal(
+    text,
+    [
+      'endpoint:   fraud',
+      'stable:     fraud:4 (deployed as @champion)',
+      'split:      fraud:4 95%, fraud:5 5%',
+      'shadows:    fraud:6 12.5%',
+      'sticky:     header kiln-user, else $.parameters.user (salt r-1)',
+      'slices:     country: header kiln-slice, else $.parameters.country',
+      'previous:   fraud:3',
+      'warm:       fraud:3 until 2026-01-31 14:15:09',
+      'staged:     -',
+      'rollout:    r-1 (canary, running) to fraud:5, step 2/4 at 5%',
+      'experiment: -',
+      'revision:   7',
+      'updated:    2026-01-31 14:05:09',
+      '',
+    ].join('\n'),
   );
 });

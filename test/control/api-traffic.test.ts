@@ -9,7 +9,10 @@ import assert from 'node:assert/strict';
 import {
   call,
   errorCode,
+  readArtifact,
+  register,
   registerFixture,
+  registryFixtures,
   testPlatform,
   type TestPlatform,
 } from '../helpers/platform.ts';
@@ -166,7 +169,9 @@ test('a policy goes in force; a weight change keeps the salt (users keep their b
 
 test('deploy replace: the old version becomes previous and stays warm; rollback toggles', async () => {
   const platform = await platformWithEndpoint();
+  const before = Date.now();
   await deploy(platform, 2);
+  const after = Date.now();
   let shown = await view(platform);
   assert.deepEqual(shown.stable, { model: 'm', version: 2, ref: '2' });
   assert.deepEqual(shown.previous, { model: 'm', version: 1 });
@@ -175,8 +180,9 @@ test('deploy replace: the old version becomes previous and stays warm; rollback 
     [['m', 1]],
   );
   const until = Date.parse(shown.warm[0]?.until ?? '');
-  // The default grace is 10 minutes from the deploy (an upper bound is enough here).
-  assert.ok(until > Date.now() + 5 * 60_000 && until <= Date.now() + shown.warmGraceMs);
+  // The default grace, 10 minutes, from the moment of the deploy.
+  assert.equal(shown.warmGraceMs, 600_000);
+  assert.ok(until >= before + 600_000 && until <= after + 600_000, shown.warm[0]?.until);
 
   const back = await call(platform.url, 'POST', '/api/v1/endpoints/e/rollback', {
     reason: 'v2 misbehaves',
@@ -508,4 +514,84 @@ test('history: paged newest first, kept after the endpoint is deleted, 404 for a
   assert.equal(errorCode(never), 'KILN_ENDPOINT_NOT_FOUND');
   const badSince = await call(platform.url, 'GET', '/api/v1/endpoints/e/history?since=soon');
   assert.equal(errorCode(badSince), 'KILN_VALIDATION_FAILED');
+});
+
+test("a deployer changes only its own team's traffic, and routes only to its team's models", async () => {
+  const platform = await testPlatform({ dev: false });
+  const admin = platform.admin;
+  const asAdmin = (method: string, path: string, body?: unknown) =>
+    call(platform.url, method, path, body, admin);
+  for (const [name, team] of [
+    ['m', 'risk'],
+    ['other', 'growth'],
+  ] as const) {
+    assert.equal((await asAdmin('POST', '/api/v1/models', { name, team })).status, 201);
+    const files = await readArtifact(`${registryFixtures}mlp.onnx`);
+    assert.equal((await register(platform.url, name, 'onnx', files, {}, admin)).status, 201);
+  }
+  await register(
+    platform.url,
+    'm',
+    'onnx',
+    await readArtifact(`${registryFixtures}mlp.onnx`),
+    {},
+    admin,
+  );
+  for (const [endpoint, model] of [
+    ['e', 'm'],
+    ['g', 'other'],
+  ]) {
+    const put = await asAdmin('PUT', `/api/v1/endpoints/${endpoint}`, {
+      model,
+      version: 1,
+      replicas: 0,
+    });
+    assert.equal(put.status, 201, JSON.stringify(put.body));
+  }
+  const token = await asAdmin('POST', '/api/v1/tokens', {
+    name: 'ci',
+    role: 'deployer',
+    team: 'risk',
+  });
+  const ci = { authorization: `Bearer ${(token.body as { token: string }).token}` };
+  const asCi = (method: string, path: string, body?: unknown) =>
+    call(platform.url, method, path, body, ci);
+
+  const own = await asCi('PUT', '/api/v1/endpoints/e/traffic', {
+    versions: [
+      { model: 'm', version: 1, weight: 50 },
+      { model: 'm', version: 2, weight: 50 },
+    ],
+  });
+  assert.equal(own.status, 200, JSON.stringify(own.body));
+  const foreignModel = await asCi('PUT', '/api/v1/endpoints/e/shadows', {
+    shadows: [{ model: 'other', version: 1, sampleRate: 1 }],
+  });
+  assert.equal(foreignModel.status, 403);
+  assert.equal(errorCode(foreignModel), 'KILN_PERMISSION_DENIED');
+  const foreignEndpoint = await asCi('POST', '/api/v1/endpoints/g/rollback', {});
+  assert.equal(foreignEndpoint.status, 403);
+  const rolledBack = await asCi('POST', '/api/v1/endpoints/e/rollback', { reason: 'ci' });
+  assert.equal(rolledBack.status, 200);
+  const events = (await asCi('GET', '/api/v1/endpoints/e/history')).body as {
+    items: TrafficEvent[];
+  };
+  assert.equal(events.items[0]?.actor, 'token "ci" (deployer, team risk)');
+  // A gateway's token may post reports and nothing else here.
+  const gateway = await asAdmin('POST', '/api/v1/tokens', { name: 'gw', role: 'gateway' });
+  const gw = { authorization: `Bearer ${(gateway.body as { token: string }).token}` };
+  const now = new Date().toISOString();
+  const report = { gateway: 'gw', windowStart: now, windowEnd: now, endpoints: [] };
+  assert.equal(
+    (await call(platform.url, 'POST', '/api/v1/traffic/reports', report, gw)).status,
+    202,
+  );
+  assert.equal(
+    (await call(platform.url, 'POST', '/api/v1/traffic/reports', report, ci)).status,
+    403,
+  );
+  assert.equal(
+    (await call(platform.url, 'GET', '/api/v1/endpoints/e/traffic', undefined, gw)).status,
+    403,
+  );
 });

@@ -1,9 +1,10 @@
-// Rollback's rules as a pure plan (rollout → policy → previous → nothing), and the warm list's
-// edits: exact changes for each state, with a fixed clock.
+// Rollback's rules as a pure plan (rollout → policy → previous → nothing), the warm list's
+// edits (exact changes for each state, with a fixed clock), and the settings' parsing.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { planRollback, type RollbackSituation } from '../../src/control/traffic/rollback-plan.ts';
+import { trafficOptionsFromEnv } from '../../src/control/traffic/traffic-settings.ts';
 import { keepWarm } from '../../src/control/traffic/warm-versions.ts';
 import type { EndpointRecord } from '../../src/store/serving-records.ts';
 import type {
@@ -164,4 +165,19 @@ test('keepWarm: the later time wins, a grace of 0 keeps nothing, the new stable 
     keepWarm(warm, { model: 'm', version: 3 }, now + 1, now, { model: 'm', version: 1 }),
     [{ model: 'm', version: 3, until: iso(now + 1) }],
   );
+});
+
+test('settings from the environment: whole milliseconds >= 0, empty = default, else refused', () => {
+  assert.deepEqual(trafficOptionsFromEnv({}), {});
+  assert.deepEqual(trafficOptionsFromEnv({ KILN_WARM_GRACE_MS: ' ' }), {});
+  assert.deepEqual(
+    trafficOptionsFromEnv({ KILN_WARM_GRACE_MS: '0', KILN_OBSERVATION_RETENTION_MS: '86400000' }),
+    { warmGraceMs: 0, observationRetentionMs: 86_400_000 },
+  );
+  for (const bad of ['-1', '1.5', '10m', 'NaN']) {
+    assert.throws(
+      () => trafficOptionsFromEnv({ KILN_WARM_GRACE_MS: bad }),
+      /KILN_WARM_GRACE_MS must be a whole number of milliseconds >= 0/,
+    );
+  }
 });

@@ -34,26 +34,31 @@ import {
   observationsSince,
   type EndpointObservations,
 } from './observation-reader.ts';
+import { checkPolicyVersions } from './policy-versions-check.ts';
 import { planRollback, type RollbackKind } from './rollback-plan.ts';
 import { checkPolicyInput, describeProblems, type PolicyInput } from './traffic-policy-input.ts';
 import { checkTrafficReport, reportDeltas } from './traffic-report-check.ts';
 import { shadowReport, trafficView, type ShadowReport, type TrafficView } from './traffic-view.ts';
+import {
+  defaultObservationRetentionMs,
+  defaultWarmGraceMs,
+  type TrafficServiceOptions,
+} from './traffic-settings.ts';
 import { keepWarm, sameVersion } from './warm-versions.ts';
+
+// Where platforms and controllers have always found them.
+export {
+  defaultObservationRetentionMs,
+  defaultWarmGraceMs,
+  trafficOptionsFromEnv,
+  type TrafficServiceOptions,
+} from './traffic-settings.ts';
 
 /** Who made a change, as history shows it: the caller's token, or a controller's name. */
 export function actorOf(request: FastifyRequest): string {
   return describePrincipal(request.principal ?? devPrincipal);
 }
 
-export interface TrafficServiceOptions {
-  /** How long a version that leaves the stable position keeps running (rollback target). */
-  readonly warmGraceMs?: number;
-  /** Observation rows older than this are deleted (checked at most every 10 minutes). */
-  readonly observationRetentionMs?: number;
-}
-
-export const defaultWarmGraceMs = 10 * 60_000;
-export const defaultObservationRetentionMs = 14 * 24 * 3_600_000;
 const pruneEveryMs = 10 * 60_000;
 /** A change computed from a read that another writer overtook is recomputed this often. */
 const conflictRetries = 3;
@@ -71,30 +76,6 @@ interface EndpointState {
   readonly traffic: EndpointTrafficRecord | null;
   readonly rollout: RolloutRecord | null;
   readonly experiment: ExperimentRecord | null;
-}
-
-/**
- * KILN_WARM_GRACE_MS and KILN_OBSERVATION_RETENTION_MS (whole milliseconds >= 0); absent or
- * empty: the defaults. A bad value is refused at start, not silently replaced.
- */
-export function trafficOptionsFromEnv(env: NodeJS.ProcessEnv): TrafficServiceOptions {
-  const read = (name: string): number | undefined => {
-    const text = env[name];
-    if (text === undefined || text.trim() === '') return undefined;
-    const value = Number(text);
-    if (!Number.isSafeInteger(value) || value < 0) {
-      throw kilnError('KILN_VALIDATION_FAILED', {
-        reason: `${name} must be a whole number of milliseconds >= 0, got ${JSON.stringify(text)}`,
-      });
-    }
-    return value;
-  };
-  const warmGraceMs = read('KILN_WARM_GRACE_MS');
-  const observationRetentionMs = read('KILN_OBSERVATION_RETENTION_MS');
-  return {
-    ...(warmGraceMs === undefined ? {} : { warmGraceMs }),
-    ...(observationRetentionMs === undefined ? {} : { observationRetentionMs }),
-  };
 }
 
 export class TrafficService {
@@ -173,7 +154,7 @@ export class TrafficService {
       const state = await this.read(endpoint);
       this.refuseWhileOwned(state, 'set a traffic policy');
       const policy = this.checkPolicy(endpoint, input, state.traffic?.policy ?? null);
-      await this.checkVersions(state.endpoint, policy);
+      await checkPolicyVersions(this.registry, state.endpoint, policy);
       await this.write(state, context, {
         policy,
         event: this.event(endpoint, context, 'policy', {
@@ -218,7 +199,7 @@ export class TrafficService {
       const stable = { model: state.endpoint.model, version: state.endpoint.version };
       const base: PolicyInput = current ?? { versions: [{ ...stable, weight: 100 }] };
       const policy = this.checkPolicy(endpoint, { ...base, shadows }, current);
-      await this.checkVersions(state.endpoint, policy);
+      await checkPolicyVersions(this.registry, state.endpoint, policy);
       const plain =
         shadows.length === 0 &&
         policy.keyPath === null &&
@@ -403,33 +384,6 @@ export class TrafficService {
       );
     }
     return check.policy;
-  }
-
-  /**
-   * Every version named must exist, be trusted under the signing policy and servable, and
-   * speak the endpoint's protocol (an LLM version cannot take a v2 endpoint's requests).
-   */
-  private async checkVersions(endpoint: EndpointRecord, policy: TrafficPolicy): Promise<void> {
-    const stable = await this.registry.store.getVersion(endpoint.model, endpoint.version, {
-      includeDeleted: true,
-    });
-    const llm = stable?.format === 'hf-llm';
-    const problems: string[] = [];
-    for (const ref of [...policy.versions, ...policy.shadows]) {
-      const { version } = await this.registry.trustedVersion(ref.model, ref.version);
-      if ((version.format === 'hf-llm') !== llm) {
-        problems.push(
-          `${versionKey(ref)} is ${version.format}, endpoint ${endpoint.name} serves ` +
-            `${stable?.format ?? 'another format'}: one speaks the OpenAI API, the other v2`,
-        );
-      }
-    }
-    if (problems.length > 0) {
-      throw kilnError('KILN_TRAFFIC_POLICY_INVALID', {
-        endpoint: endpoint.name,
-        reason: problems.join('; '),
-      });
-    }
   }
 
   private event(
