@@ -203,12 +203,16 @@ async function deployByRollout(
     let view = await startRollout(client, options.endpoint, text, strategy, options);
     if (options.json !== true) writeOut(rolloutText(view));
     if (options.wait === true) {
-      const outcome = await waitForRollout(client, view, options.timeoutS * 1000);
+      // A rollout runs for its steps' intervals: 120 s (a replica's start) is too short a
+      // default for it; the rollout command's hour unless --timeout-s was given.
+      const timeoutS =
+        command.getOptionValueSource('timeoutS') === 'default' ? 3600 : options.timeoutS;
+      const outcome = await waitForRollout(client, view, timeoutS * 1000);
       view = outcome.view;
       if (!outcome.finished)
         throw new CliError(
           'KILN_WAIT_TIMEOUT',
-          `rollout ${view.rollout.id} is still ${view.rollout.state} after ${options.timeoutS} s`,
+          `rollout ${view.rollout.id} is still ${view.rollout.state} after ${timeoutS} s`,
           { hint: `follow it with \`kiln rollout status ${options.endpoint}\`` },
         );
       if (options.json !== true) writeOut(rolloutText(view));

@@ -2,15 +2,10 @@
 // (each second) reads the active rollouts and acts on what it finds, so a control plane
 // started on the same home carries on whatever the last one left running.
 //
-//   starting ── canary's replicas all ready ──► canary:     step 1 (policy baseline/canary)
-//       │                                     └► blue-green: golden set ok ─► switch (succeeded)
-//       │                                                    golden fails ─► rolled-back
-//       └── not ready within readyTimeoutMs ──► rolled-back
-//   running ── analysis (observations since the step began) ──► breach: rolled-back at once
-//       │         promote-step and the step's interval passed ──► next step; the last (100)
-//       │                                                          completes (succeeded)
-//       └── wait: stays (the reasons show in `kiln rollout status`)
-//   paused ── no promotion; a breach still rolls back (a hold is not a licence to fail)
+//   tick, per active rollout:  read (record, traffic, replicas, the step's analysis)
+//                              ─► rollout-plan.ts decides (pure)
+//                              ─► rollout-changes.ts says what changes ─► TrafficService.change
+//   operations (the API):      start, pause, resume, promote, abort, status
 //
 // Every change goes through TrafficService.change (store transaction + history event + a
 // new routing snapshot) with the traffic revision read, and every operation on one process
@@ -28,7 +23,6 @@ import type {
 import { versionKey } from '../../store/traffic-records.ts';
 import { analyzeCanaryStep, type VersionObservations } from '../../traffic/canary-analysis.ts';
 import type { CanaryVerdict } from '../../traffic/canary-reason.ts';
-import type { ReplicaStatus } from '../reconciler.ts';
 import type { GoldenRunner } from './golden-check.ts';
 import { emptyVersionObservations, nextBucketStart } from './observation-reader.ts';
 import { defaultWarmGraceMs } from './traffic-service.ts';
@@ -41,6 +35,14 @@ import {
   stepChange,
   type Transition,
 } from './rollout-changes.ts';
+import {
+  advanceTo,
+  decideGolden,
+  decideStarting,
+  decideStep,
+  type ReplicaView,
+  type RolloutDecision,
+} from './rollout-plan.ts';
 import {
   resolveRolloutSpec,
   rolloutProblemsError,
@@ -57,9 +59,7 @@ export interface ObservationSource {
 
 /** Where the controller sees replicas (the reconciler). */
 export interface ReplicaSource {
-  replicaStatus(
-    endpoint: string,
-  ): readonly Pick<ReplicaStatus, 'model' | 'version' | 'state' | 'url' | 'reason'>[];
+  replicaStatus(endpoint: string): readonly ReplicaView[];
 }
 
 /** The one door to traffic state (TrafficService). */
@@ -82,8 +82,7 @@ export interface RolloutControllerOptions {
   readonly log?: (message: string) => void;
 }
 
-export const rolloutActor = 'rollout-controller';
-export const blueGreenActor = 'blue-green';
+export { blueGreenActor, rolloutActor } from './rollout-plan.ts';
 export const defaultReadyTimeoutMs = 10 * 60_000;
 
 /** A rollout as `kiln rollout status` shows it: the record and the step's live analysis. */
@@ -265,7 +264,7 @@ export class RolloutController {
           state: `${rollout.state}: the replicas of ${versionKey(rollout.canary)} are not all ready yet, nothing to promote`,
         });
       const why = reason ?? `promoted by ${actor}`;
-      await this.advance(this.transition(rollout, traffic, actor, why), rollout.stepIndex + 1);
+      await this.apply(rollout, traffic, advanceTo(rollout, rollout.stepIndex + 1, actor, why));
       return this.requireRollout(rollout.id);
     });
   }
@@ -348,115 +347,54 @@ export class RolloutController {
   }
 
   private async step(rollout: RolloutRecord, traffic: EndpointTrafficRecord | null): Promise<void> {
-    if (rollout.state === 'starting') return this.whileStarting(rollout, traffic);
-    if (rollout.stepIndex < 0 || rollout.stepStartedAt === null) return; // paused while starting
-    const verdict = await this.analyze(rollout);
-    const actor = rolloutActor;
-    if (verdict.decision === 'rollback') {
-      const reason = `rolled back at step ${rollout.stepIndex + 1}/${rollout.steps.length}: ${verdict.reasons
-        .map((r) => r.message)
-        .join('; ')}`;
-      await this.write(
+    const now = this.clock.now();
+    let decision: RolloutDecision;
+    if (rollout.state === 'starting') {
+      const endpoint = await this.options.store.getEndpoint(rollout.endpoint);
+      if (endpoint === null) return; // deleted: the store aborted the rollout with it
+      decision = decideStarting(
         rollout,
-        endChange(
-          { ...this.transition(rollout, traffic, actor, reason), analysis: verdict },
-          'rolled-back',
-          'rollout-rollback',
-        ),
+        this.options.replicas.replicaStatus(rollout.endpoint),
+        endpoint.replicas,
+        now,
+        this.options.readyTimeoutMs ?? defaultReadyTimeoutMs,
       );
-      return;
-    }
-    if (rollout.state !== 'running' || verdict.decision !== 'promote-step') return;
-    const elapsed = this.clock.now() - Date.parse(rollout.stepStartedAt);
-    if (elapsed < rollout.intervalMs) return;
-    const percent = rollout.steps[rollout.stepIndex] ?? 0;
-    const reason = `step ${rollout.stepIndex + 1}/${rollout.steps.length} (${percent} %) passed its analysis`;
-    await this.advance(
-      { ...this.transition(rollout, traffic, actor, reason), analysis: verdict },
-      rollout.stepIndex + 1,
-    );
+      if (decision.kind === 'check-golden') {
+        const { canary } = rollout;
+        const golden = await this.options.store.getGoldenSet(canary.model, canary.version);
+        const outcome =
+          golden === null
+            ? null
+            : await this.options.golden(decision.url, rollout.endpoint, golden);
+        decision = decideGolden(rollout, outcome, decision.readyReplicas);
+      }
+    } else if (rollout.stepIndex < 0 || rollout.stepStartedAt === null) {
+      return; // paused while starting: nothing runs yet
+    } else decision = decideStep(rollout, await this.analyze(rollout), now);
+    await this.apply(rollout, traffic, decision);
   }
 
-  private async whileStarting(
+  /** Writes what a decision says (one TrafficService.change), or nothing for 'hold'. */
+  private async apply(
     rollout: RolloutRecord,
     traffic: EndpointTrafficRecord | null,
+    decision: RolloutDecision,
   ): Promise<void> {
-    const endpoint = await this.options.store.getEndpoint(rollout.endpoint);
-    if (endpoint === null) return; // deleted: its traffic record went with it
-    const replicas = this.options.replicas
-      .replicaStatus(rollout.endpoint)
-      .filter((replica) => sameVersion(replica, rollout.canary));
-    const ready = replicas.filter((replica) => replica.state === 'ready' && replica.url !== null);
-    const wanted = Math.max(1, endpoint.replicas);
-    const blueGreen = rollout.strategy === 'blue-green';
-    const actor = blueGreen ? blueGreenActor : rolloutActor;
-    if (ready.length < wanted) {
-      const waitedMs = this.clock.now() - Date.parse(rollout.createdAt);
-      const limitMs = this.options.readyTimeoutMs ?? defaultReadyTimeoutMs;
-      if (waitedMs < limitMs) return;
-      const why = replicas.find((replica) => replica.reason !== null)?.reason;
-      const reason =
-        `${versionKey(rollout.canary)}: ${ready.length}/${wanted} replicas ready after ` +
-        `${Math.round(limitMs / 1000)} s${why === undefined ? '' : ` (${why})`}`;
-      await this.write(
-        rollout,
-        endChange(
-          this.transition(rollout, traffic, actor, reason),
-          'rolled-back',
-          blueGreen ? 'blue-green-fail' : 'rollout-rollback',
-        ),
-      );
-      return;
+    if (decision.kind === 'hold' || decision.kind === 'check-golden') return;
+    const transition: Transition = {
+      ...this.transition(rollout, traffic, decision.actor, decision.reason),
+      ...(decision.analysis === undefined ? {} : { analysis: decision.analysis }),
+    };
+    switch (decision.kind) {
+      case 'end':
+        return this.write(rollout, endChange(transition, 'rolled-back', decision.action));
+      case 'step':
+        return this.write(rollout, stepChange(transition, decision.index));
+      case 'complete': {
+        const action = rollout.strategy === 'blue-green' ? 'blue-green-switch' : 'rollout-complete';
+        return this.write(rollout, completeChange(transition, this.warmUntil(), action));
+      }
     }
-    if (!blueGreen) {
-      const reason = `${versionKey(rollout.canary)} ready (${ready.length} replicas)`;
-      await this.advance(this.transition(rollout, traffic, actor, reason), 0);
-      return;
-    }
-    const golden = await this.options.store.getGoldenSet(
-      rollout.canary.model,
-      rollout.canary.version,
-    );
-    const url = ready[0]?.url ?? '';
-    const outcome =
-      golden === null ? null : await this.options.golden(url, rollout.endpoint, golden);
-    if (outcome !== null && !outcome.ok) {
-      const reason = `golden set of ${versionKey(rollout.canary)} not reproduced: ${outcome.reason}`;
-      await this.write(
-        rollout,
-        endChange(
-          { ...this.transition(rollout, traffic, actor, reason), analysis: outcome },
-          'rolled-back',
-          'blue-green-fail',
-        ),
-      );
-      return;
-    }
-    const checked =
-      outcome === null
-        ? 'no golden set registered: health checks only'
-        : `golden set reproduced (${outcome.cases} cases)`;
-    const reason = `${versionKey(rollout.canary)} ready (${ready.length} replicas), ${checked}`;
-    await this.write(
-      rollout,
-      completeChange(
-        { ...this.transition(rollout, traffic, actor, reason), analysis: outcome },
-        this.warmUntil(),
-        'blue-green-switch',
-      ),
-    );
-  }
-
-  /** To step `index`; past the last step but one, the canary takes all: complete. */
-  private async advance(transition: Transition, index: number): Promise<void> {
-    const { rollout } = transition;
-    const last = rollout.steps.length - 1;
-    if (index >= last || (rollout.steps[index] ?? 100) >= 100) {
-      const action = rollout.strategy === 'blue-green' ? 'blue-green-switch' : 'rollout-complete';
-      await this.write(rollout, completeChange(transition, this.warmUntil(), action));
-      return;
-    }
-    await this.write(rollout, stepChange(transition, index));
   }
 
   private async analyze(rollout: RolloutRecord): Promise<CanaryVerdict> {
