@@ -1,8 +1,8 @@
 // Shadows through the real gateway and workers (issue 13): the fixtures' v1 serves, v2 (fails
-// on every de row) and v3 (adds 10 on de rows) get a copy of every request. Under a steady
+// on every de row) and v3 (adds 10 on de rows) get a copy of every request (`kiln shadow set`). Under a steady
 // load over all fixture rows (one in ten is de), every primary answer is v1's, correct, and
 // none fails — a shadow's errors and differences never reach the client — while the shadow
-// report (`GET /api/v1/endpoints/{e}/shadows/report`, what `kiln shadow report` prints)
+// report (`GET /api/v1/endpoints/{e}/shadows/report`, and `kiln shadow report`)
 // shows what each shadow did: v2 agrees wherever it answers and fails about one copy in ten,
 // v3 never fails and disagrees on about one in ten, by 10. Once the shadows are cleared,
 // the gateway's shadow queue drains to empty and its sent + dropped copies equal the report's:
@@ -10,6 +10,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { Cli } from '../cli/cli-harness.ts';
 import { call, testPlatform } from '../helpers/platform.ts';
 import {
   checkSliceAnswer,
@@ -22,6 +23,7 @@ import { TrafficApi, waitForGatewayReady } from '../helpers/traffic-api.ts';
 
 const platform = await testPlatform({ gateway: true });
 const api = new TrafficApi(platform.url);
+const cli = new Cli(platform.url, platform.home);
 const MODEL = 'tm';
 const ENDPOINT = 'shadowed';
 await registerSliceModels(platform.url, MODEL);
@@ -78,14 +80,8 @@ test('shadows that fail or disagree never change the primary answer; the report 
   }).start();
   try {
     await load.waitForAnswers(1);
-    const set = await call(platform.url, 'PUT', `/api/v1/endpoints/${ENDPOINT}/shadows`, {
-      shadows: [
-        { model: MODEL, version: 2, sampleRate: 1 },
-        { model: MODEL, version: 3, sampleRate: 1 },
-      ],
-      reason: 'e2e: shadow v2 and v3',
-    });
-    assert.equal(set.status, 200, JSON.stringify(set.body));
+    // With the real CLI: `kiln shadow set ENDPOINT tm:2 tm:3` (every request copied to each).
+    await cli.ok(['shadow', 'set', ENDPOINT, `${MODEL}:2`, `${MODEL}:3`, '--reason', 'e2e']);
     let entries: ShadowEntry[] = [];
     const deadline = Date.now() + 180_000;
     const enough = (e: ShadowEntry | undefined): boolean =>
@@ -115,6 +111,10 @@ test('shadows that fail or disagree never change the primary answer; the report 
     assert.ok(v3Disagree > 0.05 && v3Disagree < 0.15, `v3 disagreed on ${v3Disagree}`);
     assert.ok(Math.abs((v3.absDiff.max ?? 0) - 10) < 1e-3, `max |diff| ${v3.absDiff.max}`);
     for (const entry of [v2, v3]) assert.ok(entry.sent + entry.dropped <= entry.offered);
+    const printed = await cli.ok(['shadow', 'report', ENDPOINT]);
+    console.log(printed);
+    assert.match(printed, new RegExp(`${MODEL}:2`));
+    assert.match(printed, new RegExp(`${MODEL}:3`));
 
     const cleared = await call(platform.url, 'DELETE', `/api/v1/endpoints/${ENDPOINT}/shadows`);
     assert.equal(cleared.status, 200, JSON.stringify(cleared.body));
