@@ -176,10 +176,14 @@ export class TrafficApi {
 }
 
 /** Polls until the gateway says the endpoint is ready (a replica routed); 120 s at most. */
-export async function waitForGatewayReady(gatewayUrl: string, endpoint: string): Promise<void> {
+export async function waitForGatewayReady(
+  gatewayUrl: string,
+  endpoint: string,
+  headers: Record<string, string> = {},
+): Promise<void> {
   const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {
-    const response = await fetch(`${gatewayUrl}/v2/models/${endpoint}/ready`);
+    const response = await fetch(`${gatewayUrl}/v2/models/${endpoint}/ready`, { headers });
     await response.arrayBuffer();
     if (response.status === 200) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
