@@ -118,8 +118,8 @@ export class SteadyLoad {
   }
 
   /**
-   * Resolves once every one of the next `count` answers came from `version` (a switch fully
-   * applied at the gateway).
+   * Resolves once `count` answers in a row came from `version` (a switch fully applied at the
+   * gateway); an answer from another version starts the run again.
    */
   async waitForOnly(version: number, count = 20, timeoutMs = 120_000): Promise<void> {
     let run = 0;
