@@ -3,14 +3,16 @@
 // replaces the stable version, a rollback to the previous (warm) version through the real
 // `kiln rollback` CLI, a canary rollout's steps up to completion, a blue-green switch whose
 // candidate passes its golden set and one whose candidate fails it (traffic never reaches
-// it). Every answer is checked
-// against the fixtures' numpy reference for the version named by its `kiln-model-version`,
-// and its `kiln-model` must be the model. The time from `kiln rollback` to the first answer
-// of the other version is printed, not asserted (bench/rollback.ts measures it).
+// it), a canary promoted a step by hand and then aborted (`kiln rollout promote|abort`).
+// Every answer is checked against the fixtures' numpy reference for the version named by
+// its `kiln-model-version`, and its `kiln-model` must be the model. The time from `kiln
+// rollback` to the first answer of the other version is printed, not asserted
+// (bench/rollback.ts measures it).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { Cli } from '../cli/cli-harness.ts';
 import { testPlatform } from '../helpers/platform.ts';
 import {
   checkSliceAnswer,
@@ -25,6 +27,7 @@ import { TrafficApi, waitForGatewayReady } from '../helpers/traffic-api.ts';
 const root = new URL('../../', import.meta.url).pathname;
 const platform = await testPlatform({ gateway: true });
 const api = new TrafficApi(platform.url);
+const cli = new Cli(platform.url, platform.home);
 const MODEL = 'tm';
 const ENDPOINT = 'switch';
 await registerSliceModels(platform.url, MODEL);
@@ -57,7 +60,7 @@ function cliRollback(
   });
 }
 
-test('no request fails across a split, its rollback, a replace, a CLI rollback, a rollout and blue-green switches', async (t) => {
+test('no request fails across a split, its rollback, a replace, a CLI rollback, rollouts and blue-green switches', async (t) => {
   await api.deploy(ENDPOINT, MODEL, 1);
   await waitForGatewayReady(platform.gatewayUrl, ENDPOINT);
   const load = new SteadyLoad({
@@ -176,6 +179,29 @@ test('no request fails across a split, its rollback, a replace, a CLI rollback, 
       assert.equal(load.answeredBy(2), 0, 'no request went to the candidate');
       assert.equal((await api.endpoint(ENDPOINT)).version, 1);
     });
+
+    await t.test(
+      'a canary promoted a step by hand, then aborted (kiln rollout promote|abort)',
+      async () => {
+        const rollout = await api.startRollout(ENDPOINT, {
+          model: MODEL,
+          version: 3,
+          steps: [10, 50, 100],
+          intervalMs: 600_000,
+          thresholds: { maxErrorRate: 0.5, maxP99Ms: 600_000, maxPsi: 1000, minRequests: 10 },
+        });
+        await api.waitForRollout(rollout.id, (r) => r.state === 'running', 'the canary running');
+        await load.waitForAnswers(3);
+        await cli.ok(['rollout', 'promote', ENDPOINT, '--reason', 'e2e: looks fine']);
+        const promoted = await api.rollout(rollout.id);
+        assert.equal(promoted.stepIndex, 1, JSON.stringify(promoted));
+        await load.waitForAnswers(3);
+        await cli.ok(['rollout', 'abort', ENDPOINT, '--reason', 'e2e: changed our mind']);
+        assert.equal((await api.rollout(rollout.id)).state, 'aborted');
+        await load.waitForOnly(1);
+        assert.equal((await api.endpoint(ENDPOINT)).version, 1);
+      },
+    );
 
     await t.test('history lists every switch', async () => {
       const actions = (await api.history(ENDPOINT)).map((event) => event.action).reverse();
