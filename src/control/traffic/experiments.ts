@@ -42,6 +42,7 @@ import {
   type ExperimentReport,
   type ReportOptions,
 } from './experiment-report.ts';
+import { checkPolicyVersions } from './policy-versions-check.ts';
 import type { TrafficService } from './traffic-service.ts';
 
 /** What the report needs of the merged gateway observations (TrafficService's reader). */
@@ -114,9 +115,8 @@ export class ExperimentService {
     }
     const key = compileCallerKey(keyPath);
     if (!key.ok) problems.push({ field: 'keyPath', message: key.problem });
-    if ((await this.store.getEndpoint(endpoint)) === null) {
-      throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint });
-    }
+    const endpointRecord = await this.store.getEndpoint(endpoint);
+    if (endpointRecord === null) throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint });
     if (problems.length > 0) throw policyInvalid(endpoint, problems);
     const variants = request.variants.map(({ model, version, weight }) => ({
       model,
@@ -128,6 +128,16 @@ export class ExperimentService {
         throw kilnError('KILN_VERSION_NOT_FOUND', { model, version });
       }
     }
+    // What a manual split checks of its versions (trusted, servable, the endpoint's protocol):
+    // the experiment's split is one too.
+    await checkPolicyVersions(this.traffic.registry, endpointRecord, {
+      versions: variants,
+      shadows: [],
+      salt: id,
+      keyPath,
+      sliceKey: null,
+      slicePath: null,
+    });
     await this.retryOnConflict(async () => {
       const current = await this.store.getEndpointTraffic(endpoint);
       await this.refuseWhileActive(endpoint);
