@@ -2,7 +2,7 @@
 // (policy-versions-check.ts): a manual split, an experiment's variants and a rollout's canary
 // alike refuse a version that speaks another protocol than the endpoint's callers (an hf-llm
 // version answers the OpenAI API, an onnx endpoint's callers speak v2) with one 400, and
-// nothing is written.
+// nothing is written. And the thresholds a rollout is judged by are bounded.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -63,4 +63,26 @@ void test('an hf-llm version is refused on a v2 endpoint by a policy, an experim
   assert.deepEqual((experiments.body as { items: unknown[] }).items, []);
   const status = await call(url, 'GET', '/api/v1/endpoints/heart/rollout');
   assert.equal(errorCode(status), 'KILN_ROLLOUT_NOT_FOUND');
+});
+
+void test('a rollout asking for a million PSI bins is a 400 naming the field, not a control plane busy for seconds each tick', async () => {
+  const platform = await testPlatform({ dev: true });
+  const { url } = platform;
+  const onnx = await readArtifact(registryFixtures + 'mlp.onnx');
+  assert.equal((await register(url, 'm', 'onnx', onnx)).status, 201);
+  assert.equal((await register(url, 'm', 'onnx', onnx)).status, 201);
+  const deployed = await call(url, 'PUT', '/api/v1/endpoints/heart', {
+    model: 'm',
+    version: 1,
+    replicas: 0,
+  });
+  assert.equal(deployed.status, 201, JSON.stringify(deployed.body));
+  const rollout = await call(url, 'POST', '/api/v1/endpoints/heart/rollout', {
+    model: 'm',
+    version: 2,
+    thresholds: { psiBins: 1e6 },
+  });
+  assert.equal(rollout.status, 400, JSON.stringify(rollout.body));
+  assert.equal(errorCode(rollout), 'KILN_VALIDATION_FAILED');
+  assert.match(JSON.stringify(rollout.body), /thresholds\.psiBins/);
 });
