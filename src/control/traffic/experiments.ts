@@ -259,7 +259,7 @@ export class ExperimentService {
       } else if (typeof input.user !== 'string' || input.user.trim() === '') {
         problem('.user', 'must be a non-empty string');
       } else {
-        // The gateway trims the `kiln-user` header before hashing it: so does this.
+        // The gateway trims the caller key (header or body) before hashing it: so does this.
         variant = versionKey(split.pick(input.user.trim()));
       }
       if (variant === null) return;
