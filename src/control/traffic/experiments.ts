@@ -85,6 +85,14 @@ export interface OutcomesAccepted {
 /** Most outcomes one call may carry (a report posts in batches). */
 export const maxOutcomesPerCall = 10_000;
 
+/**
+ * Largest |value| of an outcome. The store keeps a running mean and M2 (sum of squared
+ * deviations) per variant and metric: 1e200 and -1e200 overflowed M2 to Infinity, stored as
+ * null, and every later call and report on that metric failed. Within this bound M2 stays
+ * finite for any number of outcomes a store can hold.
+ */
+const maxOutcomeMagnitude = 1e15;
+
 const metricName = /^[A-Za-z0-9_.-]{1,64}$/;
 /** A read-check-write that lost a race retries this often before the conflict is the answer. */
 const maxAttempts = 3;
@@ -245,6 +253,8 @@ export class ExperimentService {
       if (kind !== 'rate' && kind !== 'mean') problem('.kind', "must be 'rate' or 'mean'");
       if (typeof value !== 'number' || !Number.isFinite(value)) {
         problem('.value', 'must be a finite number');
+      } else if (Math.abs(value) > maxOutcomeMagnitude) {
+        problem('.value', `must lie in [-1e15, 1e15], got ${value}`);
       } else if (kind === 'rate' && value !== 0 && value !== 1) {
         problem('.value', `a rate outcome is 0 or 1, got ${value}`);
       }
