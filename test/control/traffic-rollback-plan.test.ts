@@ -99,7 +99,12 @@ test('a rollout in progress is rolled back first: policy null, candidate unstage
   assert.equal(plan.change.expectRevision, 4);
   assert.deepEqual(plan.change.rollout, {
     id: 'r-1',
-    patch: { state: 'rolled-back', reason: 'rolled back by ops: bad', finishedAt: iso(now) },
+    patch: {
+      state: 'rolled-back',
+      pausedAt: null,
+      reason: 'rolled back by ops: bad',
+      finishedAt: iso(now),
+    },
   });
   assert.equal(plan.change.event.action, 'rollback');
 });
