@@ -8,8 +8,9 @@
 //   rest     := '.' name | index
 //   name     := [A-Za-z0-9_-]+                      an object's own property
 //   index    := '[' digits ']'                      an array element, 0-based
-// The value found must be a non-empty string or a finite number (42 and "42" are the same
-// user); anything else — missing, null, a boolean, an object — is no key.
+// The value found must be a non-blank string (trimmed, as the header is) or a finite number
+// (42 and "42" are the same user); anything else — missing, null, a boolean, an object — is
+// no key.
 
 /** The header a caller names itself with; it wins over the body. */
 export const CALLER_KEY_HEADER = 'kiln-user';
@@ -69,7 +70,12 @@ export function keyAtPath(value: unknown, segments: readonly KeyPathSegment[]): 
       at = (at as Record<string, unknown>)[segment.name];
     }
   }
-  if (typeof at === 'string') return at === '' ? null : at;
+  // Trimmed as the header is (and as experiment outcomes name their user): ' alice ' in the
+  // body is the same user as `kiln-user: alice`, in the split and in outcome attribution.
+  if (typeof at === 'string') {
+    const key = at.trim();
+    return key === '' ? null : key;
+  }
   if (typeof at === 'number' && Number.isFinite(at)) return String(at);
   return null;
 }

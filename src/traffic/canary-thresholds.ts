@@ -26,6 +26,12 @@ export type ResolvedCanaryThresholds = Required<CanaryThresholds>;
 export const defaultMaxPsi = 0.2;
 export const defaultCanaryAlpha = 0.05;
 export const defaultPsiBins = 10;
+/**
+ * Most PSI bins: the bins are cut at the baseline's quantiles, one quantile lookup each, on
+ * every analysis (each tick, each slice); a million bins would hold the control plane's event
+ * loop for seconds, and past percentiles they only split a sketch's own buckets.
+ */
+export const maxPsiBins = 100;
 
 export interface ThresholdProblem {
   readonly field: keyof CanaryThresholds;
@@ -64,6 +70,8 @@ export function resolveCanaryThresholds(
   require('minSliceRequests', Number.isInteger(minSliceRequests) &&
     minSliceRequests >= 1, 'must be an integer >= 1');
   require('alpha', isNumber(alpha) && alpha > 0 && alpha < 1, 'must lie in (0, 1)');
-  require('psiBins', Number.isInteger(psiBins) && psiBins >= 2, 'must be an integer >= 2');
+  require('psiBins', Number.isInteger(psiBins) &&
+    psiBins >= 2 &&
+    psiBins <= maxPsiBins, `must be an integer in [2, ${maxPsiBins}]`);
   return problems.length === 0 ? { ok: true, thresholds: resolved } : { ok: false, problems };
 }

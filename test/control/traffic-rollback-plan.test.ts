@@ -99,7 +99,12 @@ test('a rollout in progress is rolled back first: policy null, candidate unstage
   assert.equal(plan.change.expectRevision, 4);
   assert.deepEqual(plan.change.rollout, {
     id: 'r-1',
-    patch: { state: 'rolled-back', reason: 'rolled back by ops: bad', finishedAt: iso(now) },
+    patch: {
+      state: 'rolled-back',
+      pausedAt: null,
+      reason: 'rolled back by ops: bad',
+      finishedAt: iso(now),
+    },
   });
   assert.equal(plan.change.event.action, 'rollback');
 });
@@ -177,7 +182,20 @@ test('settings from the environment: whole milliseconds >= 0, empty = default, e
   for (const bad of ['-1', '1.5', '10m', 'NaN']) {
     assert.throws(
       () => trafficOptionsFromEnv({ KILN_WARM_GRACE_MS: bad }),
-      /KILN_WARM_GRACE_MS must be a whole number of milliseconds >= 0/,
+      /KILN_WARM_GRACE_MS must be a whole number of milliseconds in \[0, 604800000\]/,
     );
   }
+  // A grace past a week (here past the last valid date) is refused at start: it made every
+  // warm entry's `until` an invalid date, and each deploy and rollback a 500.
+  assert.throws(
+    () => trafficOptionsFromEnv({ KILN_WARM_GRACE_MS: String(Number.MAX_SAFE_INTEGER) }),
+    /KILN_WARM_GRACE_MS/,
+  );
+  assert.deepEqual(trafficOptionsFromEnv({ KILN_WARM_GRACE_MS: '604800000' }), {
+    warmGraceMs: 604_800_000,
+  });
+  assert.throws(
+    () => trafficOptionsFromEnv({ KILN_OBSERVATION_RETENTION_MS: '-1' }),
+    /KILN_OBSERVATION_RETENTION_MS must be a whole number of milliseconds >= 0/,
+  );
 });

@@ -81,3 +81,11 @@ test('bad key paths are values naming the problem and where', () => {
     assert.match(problem(bad), /^an index must be \[digits\] with a whole number at character 2/);
   }
 });
+
+test('a body key is trimmed as the header is: one user, whichever way it is named', () => {
+  const s = source('$.parameters.user_id');
+  const body = { parameters: { user_id: ' alice ' } };
+  assert.equal(callerKey(s, undefined, body), 'alice');
+  assert.equal(callerKey(s, undefined, body), callerKey(s, ' alice ', {}));
+  assert.equal(callerKey(s, undefined, { parameters: { user_id: '   ' } }), null);
+});

@@ -382,3 +382,16 @@ test('the verdict is deterministic: the same observations give the same JSON', (
   };
   assert.equal(JSON.stringify(analyzeCanaryStep(input)), JSON.stringify(analyzeCanaryStep(input)));
 });
+
+test('psiBins is bounded: a million bins (a quantile lookup each, every tick) is refused up front', () => {
+  const base = { maxErrorRate: 0.01, maxP99Ms: 50, minRequests: 100 };
+  for (const psiBins of [1e6, 101, 1]) {
+    const resolved = resolveCanaryThresholds({ ...base, psiBins });
+    assert.ok(!resolved.ok, `psiBins ${psiBins}`);
+    assert.deepEqual(
+      resolved.problems.map((problem) => problem.field),
+      ['psiBins'],
+    );
+  }
+  assert.ok(resolveCanaryThresholds({ ...base, psiBins: 100 }).ok);
+});

@@ -11,6 +11,7 @@ import { kilnError } from '../../core/errors.ts';
 import type { Registry } from '../../registry/registry.ts';
 import { servableFormats } from '../../runtimes/load-runtime.ts';
 import { teamAccess } from '../access-policy.ts';
+import { checkPolicyVersions } from '../traffic/policy-versions-check.ts';
 import type { RolloutController } from '../traffic/rollout-controller.ts';
 import type { RolloutStartRequest } from '../traffic/rollout-spec.ts';
 import { actorOf } from '../traffic/traffic-service.ts';
@@ -91,8 +92,8 @@ export function registerRolloutRoutes(
     async (request, reply) => {
       const { name } = request.params;
       const body = request.body;
-      if ((await store.getEndpoint(name)) === null)
-        throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint: name });
+      const endpoint = await store.getEndpoint(name);
+      if (endpoint === null) throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint: name });
       const model = await registry.requireModel(body.model);
       recheckTeams(request, [model.team]);
       // What a deploy checks of the version: it exists, its signature passes the policy,
@@ -100,6 +101,15 @@ export function registerRolloutRoutes(
       const { version } = await registry.trustedVersion(body.model, body.version);
       if (!servableFormats.includes(version.format))
         throw kilnError('KILN_FORMAT_NOT_SERVABLE', { format: version.format });
+      // And what a policy checks: the canary speaks the protocol the endpoint's callers do.
+      await checkPolicyVersions(registry, endpoint, {
+        versions: [{ model: body.model, version: version.version, weight: 100 }],
+        shadows: [],
+        salt: 'rollout',
+        keyPath: null,
+        sliceKey: null,
+        slicePath: null,
+      });
       const rollout = await rollouts.startRollout(name, body, actorOf(request));
       request.log.info({ endpoint: name, rollout: rollout.id }, 'rollout started');
       return reply.code(201).send(await rollouts.view(rollout));

@@ -13,6 +13,7 @@ import type { EndpointRecord } from '../../store/serving-records.ts';
 import { recheckTeams } from './access-control.ts';
 import { registerTeamLimitRoutes } from './routes-team-limits.ts';
 import { actorOf } from '../traffic/traffic-service.ts';
+import { maxWarmGraceMs } from '../traffic/traffic-settings.ts';
 
 const shortString = { type: 'string', minLength: 1, maxLength: 256 } as const;
 
@@ -27,7 +28,7 @@ const deployBody = {
     replicas: { type: 'integer', minimum: 0, maximum: 64 },
     team: shortString,
     // At most a week: a version kept running longer is a policy's job, not a grace period.
-    warmGraceMs: { type: 'integer', minimum: 0, maximum: 7 * 24 * 3_600_000 },
+    warmGraceMs: { type: 'integer', minimum: 0, maximum: maxWarmGraceMs },
     config: {
       type: 'object',
       additionalProperties: false,

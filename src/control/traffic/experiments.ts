@@ -42,6 +42,7 @@ import {
   type ExperimentReport,
   type ReportOptions,
 } from './experiment-report.ts';
+import { checkPolicyVersions } from './policy-versions-check.ts';
 import type { TrafficService } from './traffic-service.ts';
 
 /** What the report needs of the merged gateway observations (TrafficService's reader). */
@@ -84,6 +85,14 @@ export interface OutcomesAccepted {
 /** Most outcomes one call may carry (a report posts in batches). */
 export const maxOutcomesPerCall = 10_000;
 
+/**
+ * Largest |value| of an outcome. The store keeps a running mean and M2 (sum of squared
+ * deviations) per variant and metric: 1e200 and -1e200 overflowed M2 to Infinity, stored as
+ * null, and every later call and report on that metric failed. Within this bound M2 stays
+ * finite for any number of outcomes a store can hold.
+ */
+const maxOutcomeMagnitude = 1e15;
+
 const metricName = /^[A-Za-z0-9_.-]{1,64}$/;
 /** A read-check-write that lost a race retries this often before the conflict is the answer. */
 const maxAttempts = 3;
@@ -114,9 +123,8 @@ export class ExperimentService {
     }
     const key = compileCallerKey(keyPath);
     if (!key.ok) problems.push({ field: 'keyPath', message: key.problem });
-    if ((await this.store.getEndpoint(endpoint)) === null) {
-      throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint });
-    }
+    const endpointRecord = await this.store.getEndpoint(endpoint);
+    if (endpointRecord === null) throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint });
     if (problems.length > 0) throw policyInvalid(endpoint, problems);
     const variants = request.variants.map(({ model, version, weight }) => ({
       model,
@@ -128,6 +136,16 @@ export class ExperimentService {
         throw kilnError('KILN_VERSION_NOT_FOUND', { model, version });
       }
     }
+    // What a manual split checks of its versions (trusted, servable, the endpoint's protocol):
+    // the experiment's split is one too.
+    await checkPolicyVersions(this.traffic.registry, endpointRecord, {
+      versions: variants,
+      shadows: [],
+      salt: id,
+      keyPath,
+      sliceKey: null,
+      slicePath: null,
+    });
     await this.retryOnConflict(async () => {
       const current = await this.store.getEndpointTraffic(endpoint);
       await this.refuseWhileActive(endpoint);
@@ -235,6 +253,8 @@ export class ExperimentService {
       if (kind !== 'rate' && kind !== 'mean') problem('.kind', "must be 'rate' or 'mean'");
       if (typeof value !== 'number' || !Number.isFinite(value)) {
         problem('.value', 'must be a finite number');
+      } else if (Math.abs(value) > maxOutcomeMagnitude) {
+        problem('.value', `must lie in [-1e15, 1e15], got ${value}`);
       } else if (kind === 'rate' && value !== 0 && value !== 1) {
         problem('.value', `a rate outcome is 0 or 1, got ${value}`);
       }
@@ -249,7 +269,7 @@ export class ExperimentService {
       } else if (typeof input.user !== 'string' || input.user.trim() === '') {
         problem('.user', 'must be a non-empty string');
       } else {
-        // The gateway trims the `kiln-user` header before hashing it: so does this.
+        // The gateway trims the caller key (header or body) before hashing it: so does this.
         variant = versionKey(split.pick(input.user.trim()));
       }
       if (variant === null) return;

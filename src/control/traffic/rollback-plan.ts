@@ -81,6 +81,8 @@ export function planRollback(situation: RollbackSituation): RollbackPlan {
           id: rollout.id,
           patch: {
             state: 'rolled-back',
+            // A paused rollout rolled back is finished, not paused (as the controller's ends).
+            pausedAt: null,
             reason: `rolled back by ${actor}: ${reason}`,
             finishedAt: at,
           },
