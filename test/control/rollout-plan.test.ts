@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   advanceTo,
+  decideCanaryDown,
   decideGolden,
   decideStarting,
   decideStep,
@@ -164,4 +165,20 @@ test('a step: rollback at once, promotion only after the interval and only while
     decideStep(rollout({ stepIndex: 3 }), verdict('promote-step'), t0 + 60_000).kind,
     'complete',
   );
+});
+
+test('a step: a canary with no ready replica and a failed one is rolled back (the gateway gives its share to the baseline, so the analysis alone would wait for ever)', () => {
+  const r = rollout();
+  const crashed = [replica(1, 'ready'), replica(2, 'failed', 'the worker exited (signal SIGKILL)')];
+  const down = decideCanaryDown(r, crashed);
+  assert.equal(down?.kind, 'end');
+  assert.match(
+    (down as { reason: string }).reason,
+    /step 2\/5: fraud:2 has no ready replica \(the worker exited/,
+  );
+  // One canary replica still ready, or one restarting without a failure: the analysis decides.
+  assert.equal(decideCanaryDown(r, [...crashed, replica(2, 'ready')]), null);
+  assert.equal(decideCanaryDown(r, [replica(1, 'ready'), replica(2, 'starting')]), null);
+  // Paused rollouts too: a crash is a verdict whatever the step's clock says.
+  assert.equal(decideCanaryDown(rollout({ state: 'paused' }), crashed)?.kind, 'end');
 });

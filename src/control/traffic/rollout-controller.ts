@@ -39,6 +39,7 @@ import {
   advanceTo,
   decideGolden,
   decideStarting,
+  decideCanaryDown,
   decideStep,
   type ReplicaView,
   type RolloutDecision,
@@ -370,7 +371,11 @@ export class RolloutController {
       }
     } else if (rollout.stepIndex < 0 || rollout.stepStartedAt === null) {
       return; // paused while starting: nothing runs yet
-    } else decision = decideStep(rollout, await this.analyze(rollout), now);
+    } else {
+      decision =
+        decideCanaryDown(rollout, this.options.replicas.replicaStatus(rollout.endpoint)) ??
+        decideStep(rollout, await this.analyze(rollout), now);
+    }
     await this.apply(rollout, traffic, decision);
   }
 

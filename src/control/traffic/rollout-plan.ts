@@ -5,7 +5,8 @@
 //
 //   starting:   replicas not all ready ─► hold, or end once readyTimeoutMs has passed
 //               all ready ─► canary: advance to step 0 │ blue-green: check-golden ─► decideGolden
-//   running:    analysis rollback ─► end (at once, whatever the interval)
+//   running:    no canary replica ready and one failed ─► end (decideCanaryDown)
+//               analysis rollback ─► end (at once, whatever the interval)
 //               promote-step and the interval passed ─► advance │ otherwise hold
 //   paused:     analysis rollback ─► end │ otherwise hold
 
@@ -125,6 +126,30 @@ export function decideGolden(
     `${versionKey(rollout.canary)} ready (${readyReplicas} replicas), ${checked}`,
     outcome ?? undefined,
   );
+}
+
+/**
+ * A running or paused rollout whose canary has no ready replica and a failed one: it crashed
+ * while serving its share. The gateway gives a variant without replicas to the baseline, so the
+ * canary would show no requests and the analysis wait for ever: a crash is a verdict of its
+ * own. null: the canary runs (or merely restarts without a failure), the analysis decides.
+ */
+export function decideCanaryDown(
+  rollout: RolloutRecord,
+  replicas: readonly ReplicaView[],
+): RolloutDecision | null {
+  const own = replicas.filter((replica) => sameVersion(replica, rollout.canary));
+  if (own.some((replica) => replica.state === 'ready')) return null;
+  const failed = own.find((replica) => replica.state === 'failed' && replica.reason !== null);
+  if (failed === undefined) return null;
+  return {
+    kind: 'end',
+    action: 'rollout-rollback',
+    actor: rolloutActor,
+    reason:
+      `rolled back at step ${rollout.stepIndex + 1}/${rollout.steps.length}: ` +
+      `${versionKey(rollout.canary)} has no ready replica (${failed.reason ?? 'failed'})`,
+  };
 }
 
 /** A running or paused rollout, given its current step's analysis. */
