@@ -3,6 +3,7 @@
 // (protocol/traffic/traffic-report.ts: the first numeric output, column 0 of each row) and
 // the comparison of a shadow's answer with the primary's.
 
+import { tensorDatatypes } from '../core/tensor.ts';
 import { parseJsonLenient } from '../protocol/v2/lenient-json.ts';
 import type { RunningMoments } from '../traffic/running-moments.ts';
 
@@ -14,20 +15,10 @@ export interface AnswerOutput {
   readonly data: readonly unknown[];
 }
 
-const numericDatatypes: ReadonlySet<string> = new Set([
-  'UINT8',
-  'UINT16',
-  'UINT32',
-  'UINT64',
-  'INT8',
-  'INT16',
-  'INT32',
-  'INT64',
-  'FP16',
-  'FP32',
-  'FP64',
-  'BF16',
-]);
+/** Every datatype whose elements are numbers (not BOOL, not BYTES). */
+const numericDatatypes: ReadonlySet<string> = new Set(
+  tensorDatatypes.filter((datatype) => datatype !== 'BOOL' && datatype !== 'BYTES'),
+);
 
 /** Within this of the primary's value a shadow's element agrees: absolute + relative. */
 export const agreementAbsolute = 1e-6;

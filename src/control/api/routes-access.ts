@@ -1,6 +1,7 @@
 // /api/v1/tokens (control-plane bearer tokens) and /api/v1/audit (the log of mutating
 // calls): admin only. A token is shown once, in the answer that creates it.
 
+import { pagedSinceQuery } from './schemas.ts';
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../../core/clock.ts';
 import { kilnError } from '../../core/errors.ts';
@@ -29,16 +30,6 @@ const tokenListQuery = {
   type: 'object',
   additionalProperties: false,
   properties: { includeRevoked: { type: 'boolean', default: false } },
-} as const;
-
-const auditQuery = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    limit: { type: 'integer', minimum: 1, maximum: 500, default: 50 },
-    pageToken: { type: 'string', maxLength: 1024 },
-    since: { type: 'string', minLength: 1, maxLength: 64 },
-  },
 } as const;
 
 interface TokenBody {
@@ -104,7 +95,7 @@ export function registerAccessRoutes(app: FastifyInstance, store: Store, clock: 
   app.get<{ Querystring: { limit: number; pageToken?: string; since?: string } }>(
     '/api/v1/audit',
     {
-      schema: { querystring: auditQuery },
+      schema: { querystring: pagedSinceQuery },
       config: { access: adminAccess('read the audit log') },
     },
     async (request) => {

@@ -14,6 +14,7 @@
 // A policy body's shape is checked by its schema (unknown fields are typos: 400); what its
 // versions and weights say is checked by the service, which names every problem at once.
 
+import { pagedSinceQuery } from './schemas.ts';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { kilnError } from '../../core/errors.ts';
 import type { Store } from '../../store/store.ts';
@@ -54,16 +55,6 @@ const reasonQuery = {
   type: 'object',
   additionalProperties: false,
   properties: { reason },
-} as const;
-
-const historyQuery = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    limit: { type: 'integer', minimum: 1, maximum: 500, default: 50 },
-    pageToken: { type: 'string', maxLength: 1024 },
-    since: { type: 'string', minLength: 1, maxLength: 64 },
-  },
 } as const;
 
 const reportQuery = {
@@ -151,7 +142,7 @@ export function registerTrafficRoutes(
 
   app.get<Named & { Querystring: { limit: number; pageToken?: string; since?: string } }>(
     '/api/v1/endpoints/:name/history',
-    { schema: { querystring: historyQuery } },
+    { schema: { querystring: pagedSinceQuery } },
     async (request) => {
       const { limit, pageToken, since } = request.query;
       return traffic.history(request.params.name, {

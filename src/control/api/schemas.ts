@@ -186,3 +186,14 @@ export const gcBody = {
     graceSeconds: { type: 'integer', minimum: 0, default: 3600 },
   },
 } as const;
+
+/** A newest-first list read page by page, from `since` (ISO 8601) on: audit log, history. */
+export const pagedSinceQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    limit: { type: 'integer', minimum: 1, maximum: 500, default: 50 },
+    pageToken: { type: 'string', maxLength: 1024 },
+    since: { type: 'string', minLength: 1, maxLength: 64 },
+  },
+} as const;
