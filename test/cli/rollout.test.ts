@@ -8,7 +8,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseDuration, rolloutBody, stepList } from '../../src/cli/commands/rollout.ts';
+import {
+  canaryFlagsGiven,
+  parseDuration,
+  rolloutBody,
+  stepList,
+} from '../../src/cli/commands/rollout.ts';
 import { rolloutText, type RolloutView } from '../../src/cli/commands/rollout-render.ts';
 import { testPlatform } from '../helpers/platform.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
@@ -93,6 +98,27 @@ test('status text: the step, when the next one may come, and the analysis reason
   assert.match(text, /step: +2\/3 \(5 % to fraud:3\)/);
   assert.match(text, /next step: +in 1m 35s, once the analysis passes/);
   assert.match(text, /analysis: wait\n {2}insufficient-data: slice country=de: too few requests/);
+});
+
+test('kiln deploy refuses canary flags without --strategy canary, before any call', async () => {
+  // No platform: a usage error must come before the CLI reaches for one (port 9: discard).
+  const cli = new Cli('http://127.0.0.1:9', await tempDir());
+  const plain = await cli.fails(
+    ['deploy', 'fraud:2', '--endpoint', 'fraud', '--steps', '1,100', '--max-p99-ms', '50'],
+    2,
+  );
+  assert.match(plain, /--steps, --max-p99-ms are for --strategy canary; a replace deploy/);
+  assert.match(plain, /KILN_USAGE/);
+  const replace = await cli.fails(
+    ['deploy', 'fraud:2', '--endpoint', 'fraud', '--strategy', 'replace', '--interval', '1m'],
+    2,
+  );
+  assert.match(replace, /--interval is for --strategy canary/);
+  assert.deepEqual(canaryFlagsGiven({ reason: 'r' }), []);
+  assert.deepEqual(canaryFlagsGiven({ sliceKey: 'country', minRequests: 5 }), [
+    '--min-requests',
+    '--slice-key',
+  ]);
 });
 
 const mlp = join(root, 'fixtures', 'onnx', 'mlp.onnx');

@@ -132,6 +132,22 @@ export function rolloutBody(
   return body;
 }
 
+/** The canary-only flags given, as typed (`--steps`, `--max-p99-ms` …), in the order listed. */
+export function canaryFlagsGiven(flags: RolloutFlags): string[] {
+  const names: [keyof RolloutFlags, string][] = [
+    ['steps', '--steps'],
+    ['interval', '--interval'],
+    ['maxErrorRate', '--max-error-rate'],
+    ['maxP99Ms', '--max-p99-ms'],
+    ['maxPsi', '--max-psi'],
+    ['minRequests', '--min-requests'],
+    ['minSliceRequests', '--min-slice-requests'],
+    ['sliceKey', '--slice-key'],
+    ['slicePath', '--slice-path'],
+  ];
+  return names.filter(([field]) => flags[field] !== undefined).map(([, flag]) => flag);
+}
+
 /** The version number `--to` names (MODEL:VERSION, MODEL@ALIAS, or MODEL for the latest). */
 export async function resolveVersionNumber(
   client: KilnClient,
