@@ -114,9 +114,8 @@ export class ExperimentService {
     }
     const key = compileCallerKey(keyPath);
     if (!key.ok) problems.push({ field: 'keyPath', message: key.problem });
-    if ((await this.store.getEndpoint(endpoint)) === null) {
-      throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint });
-    }
+    const record = await this.store.getEndpoint(endpoint);
+    if (record === null) throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint });
     if (problems.length > 0) throw policyInvalid(endpoint, problems);
     const variants = request.variants.map(({ model, version, weight }) => ({
       model,
@@ -128,6 +127,9 @@ export class ExperimentService {
         throw kilnError('KILN_VERSION_NOT_FOUND', { model, version });
       }
     }
+    // The variants become the endpoint's policy: the checks a policy gets (an hf-llm
+    // variant on a v2 endpoint would answer half its users with errors).
+    await this.traffic.checkVersions(record, variants);
     await this.retryOnConflict(async () => {
       const current = await this.store.getEndpointTraffic(endpoint);
       await this.refuseWhileActive(endpoint);

@@ -15,10 +15,12 @@ import { randomBytes } from 'node:crypto';
 import { systemClock, type Clock } from '../../core/clock.ts';
 import { isKilnError, kilnError } from '../../core/errors.ts';
 import type { Store } from '../../store/store.ts';
+import type { EndpointRecord } from '../../store/serving-records.ts';
 import type {
   EndpointTrafficRecord,
   RolloutRecord,
   TrafficChange,
+  VersionRef,
 } from '../../store/traffic-records.ts';
 import { versionKey } from '../../store/traffic-records.ts';
 import { analyzeCanaryStep, type VersionObservations } from '../../traffic/canary-analysis.ts';
@@ -65,6 +67,8 @@ export interface ReplicaSource {
 /** The one door to traffic state (TrafficService). */
 export interface TrafficWriter {
   change(endpoint: string, change: TrafficChange): Promise<EndpointTrafficRecord>;
+  /** Refuses versions a policy could not name (untrusted, not servable, another protocol). */
+  checkVersions(endpoint: EndpointRecord, versions: readonly VersionRef[]): Promise<void>;
 }
 
 export interface RolloutControllerOptions {
@@ -157,6 +161,8 @@ export class RolloutController {
           model: request.model,
           version: request.version,
         });
+      // The canary becomes part of the endpoint's policy: the checks a policy gets.
+      await this.options.traffic.checkVersions(record, [request]);
       const active = await store.getActiveRollout(endpoint);
       if (active !== null)
         throw kilnError('KILN_ROLLOUT_IN_PROGRESS', {
