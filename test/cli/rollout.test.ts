@@ -161,6 +161,28 @@ test('kiln models register --golden, deploy --strategy blue-green|canary, rollou
     await cli.ok(['models', 'golden', 'show', 'm:2']),
     /tolerance: +absolute 0\.00001, relative 0\.0001/,
   );
+  // A golden file the platform refuses: the version stands without a set, and the error says so.
+  const badGolden = join(dir, 'bad-golden.json');
+  await writeFile(badGolden, JSON.stringify({ cases: [{ request: {}, outputs: [] }] }));
+  const refused = await cli.run([
+    'models',
+    'register',
+    mlp,
+    '--name',
+    'm',
+    '--format',
+    'onnx',
+    '--golden',
+    badGolden,
+    '--no-progress',
+  ]);
+  assert.equal(refused.code, 1, refused.stderr);
+  assert.match(refused.stdout, /registered m version 3/);
+  assert.match(refused.stderr, /\(KILN_GOLDEN_SET_INVALID\)\n/);
+  assert.match(
+    refused.stderr,
+    /hint: version 3 is registered without a golden set: fix the file, then `kiln models golden set m:3 .*bad-golden\.json`/,
+  );
   const missing = await cli.fails(['models', 'golden', 'show', 'm:1'], 1);
   assert.match(missing, /m v1 has no golden set \(KILN_GOLDEN_SET_NOT_FOUND\)/);
 
