@@ -114,6 +114,17 @@ test('kiln deploy refuses canary flags without --strategy canary, before any cal
     2,
   );
   assert.match(replace, /--interval is for --strategy canary/);
+  // What a rollout does without the flags is in the help, not only in the docs.
+  const help = (await cli.run(['rollout', 'start', '--help'])).stdout.replace(/\s+/g, ' ');
+  for (const shown of [
+    'ending at 100 (default 1,5,25,50,100)',
+    'before promotion (default 2m)',
+    'significantly exceed (default 0.01)',
+    'p99 latency (default 1000)',
+    'the baseline (default 0.2)',
+    'is judged (default 100)',
+  ])
+    assert.ok(help.includes(shown), `kiln rollout start --help lacks "${shown}":\n${help}`);
   assert.deepEqual(canaryFlagsGiven({ reason: 'r' }), []);
   assert.deepEqual(canaryFlagsGiven({ sliceKey: 'country', minRequests: 5 }), [
     '--min-requests',
