@@ -92,12 +92,16 @@ test('status text: the step, when the next one may come, and the analysis reason
       ],
     },
     stepRemainingMs: 95_000,
+    analysisSince: '2026-01-01T00:00:10.000Z',
   };
   const text = rolloutText(view);
   assert.match(text, /^rollout ro_1 on fraud \(canary\): fraud:2 → fraud:3\n/);
   assert.match(text, /step: +2\/3 \(5 % to fraud:3\)/);
   assert.match(text, /next step: +in 1m 35s, once the analysis passes/);
-  assert.match(text, /analysis: wait\n {2}insufficient-data: slice country=de: too few requests/);
+  assert.match(
+    text,
+    /analysis: wait \(requests since 2026-01-01 00:00:10\)\n {2}insufficient-data: slice country=de: too few requests/,
+  );
 });
 
 test('kiln deploy refuses canary flags without --strategy canary, before any call', async () => {

@@ -98,6 +98,11 @@ export interface RolloutView {
   readonly analysis: CanaryVerdict | null;
   /** Milliseconds of the step's interval still to run (null when not running). */
   readonly stepRemainingMs: number | null;
+  /**
+   * ISO 8601: where the analysis's window starts (the step's first whole 10 s bucket), so a
+   * status that says "too few requests" also says since when they count; null without one.
+   */
+  readonly analysisSince: string | null;
 }
 
 export class RolloutController {
@@ -305,7 +310,8 @@ export class RolloutController {
     let stepRemainingMs: number | null = null;
     if (rollout.state === 'running' && rollout.stepStartedAt !== null)
       stepRemainingMs = Math.max(0, Date.parse(rollout.stepStartedAt) + rollout.intervalMs - now);
-    return { rollout, percent, analysis, stepRemainingMs };
+    const analysisSince = judging ? new Date(this.analysisStartMs(rollout)).toISOString() : null;
+    return { rollout, percent, analysis, stepRemainingMs, analysisSince };
   }
 
   private onActive(
@@ -403,14 +409,20 @@ export class RolloutController {
     }
   }
 
-  private async analyze(rollout: RolloutRecord): Promise<CanaryVerdict> {
-    // From the first whole bucket of the step: the bucket it began in may hold requests of a
-    // canary of the same version rolled back moments before, or of a smaller step.
+  /**
+   * From the first whole bucket of the step: the bucket it began in may hold requests of a
+   * canary of the same version rolled back moments before, or of a smaller step.
+   */
+  private analysisStartMs(rollout: RolloutRecord): number {
     const startedMs =
       rollout.stepStartedAt === null ? this.clock.now() : Date.parse(rollout.stepStartedAt);
+    return nextBucketStart(startedMs);
+  }
+
+  private async analyze(rollout: RolloutRecord): Promise<CanaryVerdict> {
     const { primary } = await this.options.observations.observationsSince(
       rollout.endpoint,
-      nextBucketStart(startedMs),
+      this.analysisStartMs(rollout),
     );
     return analyzeCanaryStep({
       thresholds: rollout.thresholds,
