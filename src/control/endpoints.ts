@@ -215,9 +215,37 @@ export class EndpointService {
     return views;
   }
 
-  async delete(name: string, options: EndpointWriteOptions = {}): Promise<EndpointView> {
-    const record = await this.registry.store.deleteEndpoint(name, options);
+  async delete(
+    name: string,
+    options: EndpointWriteOptions & { readonly actor?: string } = {},
+  ): Promise<EndpointView> {
+    const store = this.registry.store;
+    // Read before: the delete aborts them in its transaction, and the history says so.
+    const [rollout, experiments] = await Promise.all([
+      store.getActiveRollout(name),
+      store.listExperiments({ endpoint: name, state: 'running' }),
+    ]);
+    const record = await store.deleteEndpoint(name, options);
     if (record === null) throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint: name });
+    // History outlives the endpoint: without this event it would end on the last deploy,
+    // as if the endpoint still served.
+    const ended = [
+      ...(rollout === null ? [] : [`rollout ${rollout.id} aborted`]),
+      ...experiments.map((e) => `experiment ${e.id} stopped`),
+    ];
+    await store.appendTrafficEvent({
+      endpoint: name,
+      actor: options.actor ?? 'platform',
+      action: 'delete',
+      reason: `deleted endpoint ${name}`,
+      detail: {
+        summary: [`endpoint deleted (was ${record.model}:${record.version})`, ...ended].join('; '),
+        model: record.model,
+        version: record.version,
+        rollout: rollout?.id ?? null,
+        experiments: experiments.map((e) => e.id),
+      },
+    });
     const view = this.view(record, await this.formatOf(record));
     await this.reconciler.trigger();
     return view;

@@ -68,6 +68,7 @@ export interface EndpointTrafficRecord {
 
 export type TrafficAction =
   | 'deploy'
+  | 'delete'
   | 'policy'
   | 'rollback'
   | 'warm-expired'

@@ -8,7 +8,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseDuration, rolloutBody, stepList } from '../../src/cli/commands/rollout.ts';
+import {
+  canaryFlagsGiven,
+  parseDuration,
+  rolloutBody,
+  stepList,
+} from '../../src/cli/commands/rollout.ts';
 import { rolloutText, type RolloutView } from '../../src/cli/commands/rollout-render.ts';
 import { testPlatform } from '../helpers/platform.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
@@ -87,12 +92,48 @@ test('status text: the step, when the next one may come, and the analysis reason
       ],
     },
     stepRemainingMs: 95_000,
+    analysisSince: '2026-01-01T00:00:10.000Z',
   };
   const text = rolloutText(view);
   assert.match(text, /^rollout ro_1 on fraud \(canary\): fraud:2 → fraud:3\n/);
   assert.match(text, /step: +2\/3 \(5 % to fraud:3\)/);
   assert.match(text, /next step: +in 1m 35s, once the analysis passes/);
-  assert.match(text, /analysis: wait\n {2}insufficient-data: slice country=de: too few requests/);
+  assert.match(
+    text,
+    /analysis: wait \(requests since 2026-01-01 00:00:10\)\n {2}insufficient-data: slice country=de: too few requests/,
+  );
+});
+
+test('kiln deploy refuses canary flags without --strategy canary, before any call', async () => {
+  // No platform: a usage error must come before the CLI reaches for one (port 9: discard).
+  const cli = new Cli('http://127.0.0.1:9', await tempDir());
+  const plain = await cli.fails(
+    ['deploy', 'fraud:2', '--endpoint', 'fraud', '--steps', '1,100', '--max-p99-ms', '50'],
+    2,
+  );
+  assert.match(plain, /--steps, --max-p99-ms are for --strategy canary; a replace deploy/);
+  assert.match(plain, /KILN_USAGE/);
+  const replace = await cli.fails(
+    ['deploy', 'fraud:2', '--endpoint', 'fraud', '--strategy', 'replace', '--interval', '1m'],
+    2,
+  );
+  assert.match(replace, /--interval is for --strategy canary/);
+  // What a rollout does without the flags is in the help, not only in the docs.
+  const help = (await cli.run(['rollout', 'start', '--help'])).stdout.replace(/\s+/g, ' ');
+  for (const shown of [
+    'ending at 100 (default 1,5,25,50,100)',
+    'before promotion (default 2m)',
+    'significantly exceed (default 0.01)',
+    'p99 latency (default 1000)',
+    'the baseline (default 0.2)',
+    'is judged (default 100)',
+  ])
+    assert.ok(help.includes(shown), `kiln rollout start --help lacks "${shown}":\n${help}`);
+  assert.deepEqual(canaryFlagsGiven({ reason: 'r' }), []);
+  assert.deepEqual(canaryFlagsGiven({ sliceKey: 'country', minRequests: 5 }), [
+    '--min-requests',
+    '--slice-key',
+  ]);
 });
 
 const mlp = join(root, 'fixtures', 'onnx', 'mlp.onnx');
@@ -134,6 +175,28 @@ test('kiln models register --golden, deploy --strategy blue-green|canary, rollou
   assert.match(
     await cli.ok(['models', 'golden', 'show', 'm:2']),
     /tolerance: +absolute 0\.00001, relative 0\.0001/,
+  );
+  // A golden file the platform refuses: the version stands without a set, and the error says so.
+  const badGolden = join(dir, 'bad-golden.json');
+  await writeFile(badGolden, JSON.stringify({ cases: [{ request: {}, outputs: [] }] }));
+  const refused = await cli.run([
+    'models',
+    'register',
+    mlp,
+    '--name',
+    'm',
+    '--format',
+    'onnx',
+    '--golden',
+    badGolden,
+    '--no-progress',
+  ]);
+  assert.equal(refused.code, 1, refused.stderr);
+  assert.match(refused.stdout, /registered m version 3/);
+  assert.match(refused.stderr, /\(KILN_GOLDEN_SET_INVALID\)\n/);
+  assert.match(
+    refused.stderr,
+    /hint: version 3 is registered without a golden set: fix the file, then `kiln models golden set m:3 .*bad-golden\.json`/,
   );
   const missing = await cli.fails(['models', 'golden', 'show', 'm:1'], 1);
   assert.match(missing, /m v1 has no golden set \(KILN_GOLDEN_SET_NOT_FOUND\)/);

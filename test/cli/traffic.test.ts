@@ -12,6 +12,7 @@ import {
 } from '../../src/cli/commands/traffic-render.ts';
 import { warmGraceOption } from '../../src/cli/commands/deploy.ts';
 import type { TrafficView } from '../../src/control/traffic/traffic-view.ts';
+import type { TrafficEvent } from '../../src/cli/api-types.ts';
 import { call, registerFixture, testPlatform } from '../helpers/platform.ts';
 import { Cli } from './cli-harness.ts';
 
@@ -142,6 +143,52 @@ void test('renderings: history changes in words, the shadow report aligned', () 
   assert.match(lines[1] ?? '', /^2026-01-31 14:05:09 +rollback +ci +bad +m:1 is stable again$/);
   assert.match(lines[2] ?? '', / m:1 → m:2$/);
   assert.match(lines[3] ?? '', / m:1 100%$/);
+
+  // What the controllers write: rollouts, blue-green, experiments, the reconciler.
+  const event = (
+    action: TrafficEvent['action'],
+    detail: unknown,
+  ): Parameters<typeof historyTable>[0][number] => ({
+    id: 1,
+    endpoint: 'e',
+    at,
+    actor: 'rollout-controller',
+    action,
+    reason: 'r',
+    detail,
+  });
+  const controllers = historyTable([
+    event('rollout-start', {
+      rollout: 'ro_1',
+      strategy: 'canary',
+      baseline: 'm:1',
+      canary: 'm:2',
+      steps: [1, 100],
+    }),
+    event('rollout-step', { rollout: 'ro_1', step: 1, of: 2, weights: { 'm:1': 99, 'm:2': 1 } }),
+    event('rollout-pause', { rollout: 'ro_1', step: 1, of: 2 }),
+    event('rollout-complete', { rollout: 'ro_1', stable: 'm:2', previous: 'm:1', warmUntil: at }),
+    event('rollout-rollback', { rollout: 'ro_1', canary: 'm:2', stable: 'm:1' }),
+    event('experiment-start', {
+      experiment: 'exp-1',
+      name: 'n',
+      variants: [
+        { model: 'm', version: 1, weight: 50 },
+        { model: 'm', version: 2, weight: 50 },
+      ],
+      keyPath: null,
+    }),
+    event('experiment-stop', { experiment: 'exp-1', policyRemoved: true }),
+    event('warm-expired', { versions: [{ model: 'm', version: 1, until: at }] }),
+  ]).split('\n');
+  assert.match(controllers[1] ?? '', / m:1 → m:2 \(staged\)$/);
+  assert.match(controllers[2] ?? '', / step 1\/2: m:1 99%, m:2 1%$/);
+  assert.match(controllers[3] ?? '', / at step 1\/2$/);
+  assert.match(controllers[4] ?? '', / m:1 → m:2$/);
+  assert.match(controllers[5] ?? '', / m:2 dropped, m:1 stays$/);
+  assert.match(controllers[6] ?? '', / m:1 50%, m:2 50%$/);
+  assert.match(controllers[7] ?? '', / policy cleared$/);
+  assert.match(controllers[8] ?? '', / stopped m:1$/);
 
   const report = shadowReportText({
     endpoint: 'e',

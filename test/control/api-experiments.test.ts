@@ -15,6 +15,7 @@ import {
   errorCode,
   readArtifact,
   register,
+  registerFixture,
   registryFixtures,
   testPlatform,
 } from '../helpers/platform.ts';
@@ -105,6 +106,35 @@ void test('bad experiments and outcomes get a 4xx naming the problem', async () 
   assert.equal(unknownVersion.status, 404);
   assert.equal(errorCode(unknownVersion), 'KILN_VERSION_NOT_FOUND');
   assert.match(JSON.stringify(unknownVersion.body), /model m has no version 9/);
+
+  // The variants become the endpoint's policy: checked as a policy's versions are (here a
+  // format Kiln does not serve), not routed to and answered with errors.
+  const external = await register(url, 'ext', 'external', [], {
+    external: { url: 'http://127.0.0.1:9', protocol: 'v2' },
+  });
+  assert.equal(external.status, 201, JSON.stringify(external.body));
+  const notServable = await create({
+    endpoint: 'heart',
+    name: 'not servable',
+    variants: [
+      { model: 'm', version: 1, weight: 50 },
+      { model: 'ext', version: 1, weight: 50 },
+    ],
+  });
+  assert.equal(notServable.status, 422, JSON.stringify(notServable.body));
+  assert.equal(errorCode(notServable), 'KILN_FORMAT_NOT_SERVABLE');
+  await registerFixture(url, 'llm', 'hf-llm', 'tiny-llm');
+  const otherProtocol = await create({
+    endpoint: 'heart',
+    name: 'other protocol',
+    variants: [
+      { model: 'm', version: 1, weight: 50 },
+      { model: 'llm', version: 1, weight: 50 },
+    ],
+  });
+  assert.equal(otherProtocol.status, 400, JSON.stringify(otherProtocol.body));
+  assert.equal(errorCode(otherProtocol), 'KILN_TRAFFIC_POLICY_INVALID');
+  assert.match(JSON.stringify(otherProtocol.body), /llm:1 is hf-llm, endpoint heart serves onnx/);
 
   const unknownEndpoint = await create({ endpoint: 'nowhere', name: 'x', variants });
   assert.equal(unknownEndpoint.status, 404);

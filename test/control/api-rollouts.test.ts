@@ -180,6 +180,16 @@ test('rollout API: bad steps and thresholds name each field; unknown versions, m
   const unknownVersion = await start({ model: 'm', version: 9 });
   assert.equal(unknownVersion.status, 404);
   assert.equal(errorCode(unknownVersion), 'KILN_VERSION_NOT_FOUND');
+  // The canary becomes part of the policy: refused as a policy naming it would be (here an
+  // hf-llm canary on a v2 endpoint, which would answer its share of requests with errors).
+  await registerFixture(url, 'llm', 'hf-llm', 'tiny-llm');
+  const otherProtocol = await start({ model: 'llm', version: 1 });
+  assert.equal(otherProtocol.status, 400, JSON.stringify(otherProtocol.body));
+  assert.equal(errorCode(otherProtocol), 'KILN_TRAFFIC_POLICY_INVALID');
+  assert.match(
+    JSON.stringify(otherProtocol.body),
+    /llm:1 is hf-llm, endpoint e serves onnx: one speaks the OpenAI API, the other v2/,
+  );
   const unknownModel = await start({ model: 'nope', version: 1 });
   assert.equal(unknownModel.status, 404);
   assert.equal(errorCode(unknownModel), 'KILN_MODEL_NOT_FOUND');

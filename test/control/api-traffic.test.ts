@@ -507,8 +507,27 @@ test('history: paged newest first, kept after the endpoint is deleted, 404 for a
     (next.body as { items: TrafficEvent[] }).items.map((e) => e.reason),
     ['deployed m:1 (1)'],
   );
+  const experiment = await call(platform.url, 'POST', '/api/v1/experiments', {
+    endpoint: 'e',
+    name: 'x',
+    variants: [
+      { model: 'm', version: 3, weight: 50 },
+      { model: 'm', version: 2, weight: 50 },
+    ],
+  });
+  assert.equal(experiment.status, 201, JSON.stringify(experiment.body));
+  const experimentId = (experiment.body as { id: string }).id;
   assert.equal((await call(platform.url, 'DELETE', '/api/v1/endpoints/e')).status, 200);
-  assert.equal((await history(platform)).length, 3);
+  // The deletion is the history's last word (who, and what it ended), not the last deploy.
+  const kept = await history(platform);
+  assert.equal(kept.length, 5);
+  const deleted = kept[0];
+  assert.equal(deleted?.action, 'delete');
+  assert.equal(deleted.actor, 'token "(dev)" (admin)');
+  assert.equal(
+    (deleted.detail as { summary: string }).summary,
+    `endpoint deleted (was m:3); experiment ${experimentId} stopped`,
+  );
   const never = await call(platform.url, 'GET', '/api/v1/endpoints/never/history');
   assert.equal(never.status, 404);
   assert.equal(errorCode(never), 'KILN_ENDPOINT_NOT_FOUND');

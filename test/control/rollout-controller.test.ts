@@ -294,6 +294,12 @@ test('canary: starts staged, waits for its replicas, then steps 1→5→25→50 
       JSON.stringify(view?.analysis?.reasons.map((r) => r.message)),
     );
     assert.equal(view?.percent, percent);
+    // The window the analysis reads: the step's first whole 10 s bucket on.
+    const stepStartedMs = Date.parse(rollout.stepStartedAt ?? '');
+    assert.equal(
+      view?.analysisSince,
+      new Date(Math.ceil(stepStartedMs / 10_000) * 10_000).toISOString(),
+    );
     nextStepTime(h);
     await healthy(h, percent);
     await h.controller.tick();

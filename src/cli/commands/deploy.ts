@@ -42,6 +42,7 @@ import { printJson, writeOut } from '../output.ts';
 import { deploySummary, notReadyReason, readinessText } from './endpoints-render.ts';
 import {
   addRolloutOptions,
+  canaryFlagsGiven,
   outcomeError,
   rolloutBody,
   startRollout,
@@ -149,6 +150,14 @@ export function registerDeployCommand(program: Command): void {
     .action(async (text: string, options: DeployOptions, command: Command) => {
       const ref = parseVersionRef(text);
       const flags = deployBody(ref, options); // usage errors before any call
+      const canaryOnly = canaryFlagsGiven(options);
+      // A replace deploy would ignore them: a user who forgot --strategy canary would get
+      // the version swapped whole, the opposite of what the flags ask for.
+      if ((options.strategy ?? 'replace') === 'replace' && canaryOnly.length > 0)
+        throw usageError(
+          `${canaryOnly.join(', ')} ${canaryOnly.length === 1 ? 'is' : 'are'} for --strategy canary; a replace deploy swaps the version whole`,
+          'add --strategy canary, or drop the canary flags',
+        );
       if (options.strategy !== undefined && options.strategy !== 'replace') {
         await deployByRollout(command, text, options.strategy, flags, options);
         return;

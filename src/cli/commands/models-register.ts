@@ -28,7 +28,7 @@ import {
   type ServingProtocol,
 } from '../api-types.ts';
 import { withClient } from '../context.ts';
-import { usageError } from '../errors.ts';
+import { CliError, usageError } from '../errors.ts';
 import { readSchema, readSigningKey } from '../local-files.ts';
 import { goldenSummary, putGoldenSet, readGoldenFile } from './models-golden.ts';
 import { apiPath, type KilnClient } from '../http-client.ts';
@@ -183,7 +183,17 @@ async function runRegister(
     if (golden !== undefined) {
       // After the version: a golden set belongs to a version that exists. A refused set
       // leaves the version registered without one (`kiln models golden set` adds it).
-      const stored = await putGoldenSet(client, version.model, version.version, golden);
+      const { model, version: number } = version;
+      const stored = await putGoldenSet(client, model, number, golden).catch((error: unknown) => {
+        // Say what is left: the version stands, without a golden set.
+        if (!(error instanceof CliError)) throw error;
+        throw new CliError(error.code, error.message, {
+          hint: `version ${number} is registered without a golden set: fix the file, then \`kiln models golden set ${model}:${number} ${options.golden ?? 'FILE'}\``,
+          exitCode: error.exitCode,
+          ...(error.status === undefined ? {} : { status: error.status }),
+          cause: error,
+        });
+      });
       if (options.json !== true) writeOut(goldenSummary(stored));
     }
     return version;

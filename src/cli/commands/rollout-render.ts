@@ -43,6 +43,8 @@ export interface RolloutView {
     readonly reasons: readonly AnalysisReason[];
   } | null;
   readonly stepRemainingMs: number | null;
+  /** Where the analysis's window starts (ISO 8601); absent from platforms before it. */
+  readonly analysisSince?: string | null;
 }
 
 function key(ref: VersionRef): string {
@@ -86,7 +88,13 @@ export function rolloutText(view: RolloutView): string {
     `${key(rollout.baseline)} → ${key(rollout.canary)}\n`;
   text += renderKeyValues(entries.filter(([, value]) => value !== null));
   if (view.analysis !== null) {
-    text += `analysis: ${view.analysis.decision}\n`;
+    // Requests of the step's first seconds count from the next 10 s bucket: say so, or a
+    // status reading "0 requests" right after a burst looks like lost counts.
+    const since =
+      view.analysisSince === undefined || view.analysisSince === null
+        ? ''
+        : ` (requests since ${shortTime(view.analysisSince)})`;
+    text += `analysis: ${view.analysis.decision}${since}\n`;
     for (const reason of view.analysis.reasons) text += `  ${reason.outcome}: ${reason.message}\n`;
   }
   return text;

@@ -69,29 +69,37 @@ function numberOption(text: string): number {
 /** The flags `rollout start` and `deploy --strategy canary|blue-green` share. */
 export function addRolloutOptions(command: Command): Command {
   return command
-    .option('--steps <percents>', 'canary: its share at each step, ending at 100', stepList)
+    .option(
+      '--steps <percents>',
+      'canary: its share at each step, ending at 100 (default 1,5,25,50,100)',
+      stepList,
+    )
     .option(
       '--interval <duration>',
-      'canary: how long each step runs before promotion (2m)',
+      'canary: how long each step runs at least before promotion (default 2m)',
       parseDuration,
     )
     .option(
       '--max-error-rate <rate>',
-      'canary: error rate it may not significantly exceed',
+      'canary: error rate it may not significantly exceed (default 0.01)',
       numberOption,
     )
-    .option('--max-p99-ms <ms>', 'canary: limit on its p99 latency', numberOption)
+    .option('--max-p99-ms <ms>', 'canary: limit on its p99 latency (default 1000)', numberOption)
     .option(
       '--max-psi <psi>',
-      'canary: limit on PSI of its outputs against the baseline',
+      'canary: limit on PSI of its outputs against the baseline (default 0.2)',
       numberOption,
     )
     .option(
       '--min-requests <n>',
-      'canary: requests per version before a step is judged',
+      'canary: requests per version before a step is judged (default 100)',
       integerOption(1),
     )
-    .option('--min-slice-requests <n>', 'canary: the same, per slice', integerOption(1))
+    .option(
+      '--min-slice-requests <n>',
+      'canary: the same, per slice (default: --min-requests)',
+      integerOption(1),
+    )
     .option('--slice-key <name>', 'canary: judge each value of this slice too (e.g. country)')
     .option(
       '--slice-path <path>',
@@ -130,6 +138,22 @@ export function rolloutBody(
       );
   }
   return body;
+}
+
+/** The canary-only flags given, as typed (`--steps`, `--max-p99-ms` …), in the order listed. */
+export function canaryFlagsGiven(flags: RolloutFlags): string[] {
+  const names: [keyof RolloutFlags, string][] = [
+    ['steps', '--steps'],
+    ['interval', '--interval'],
+    ['maxErrorRate', '--max-error-rate'],
+    ['maxP99Ms', '--max-p99-ms'],
+    ['maxPsi', '--max-psi'],
+    ['minRequests', '--min-requests'],
+    ['minSliceRequests', '--min-slice-requests'],
+    ['sliceKey', '--slice-key'],
+    ['slicePath', '--slice-path'],
+  ];
+  return names.filter(([field]) => flags[field] !== undefined).map(([, flag]) => flag);
 }
 
 /** The version number `--to` names (MODEL:VERSION, MODEL@ALIAS, or MODEL for the latest). */

@@ -88,8 +88,47 @@ function changeText(detail: unknown): string {
       ? 'no shadows'
       : `shadows ${shadows.map((s) => `${ref(s)} ${percent(s.sampleRate)}`).join(', ')}`;
   }
-  if (typeof after === 'object' && 'versions' in after) {
+  if (typeof after === 'object' && after !== null && 'versions' in after) {
     return splitText((after as { versions: (Ref & { weight: number })[] }).versions);
+  }
+  return controllerChangeText(fields);
+}
+
+/**
+ * The details rollouts, blue-green switches, experiments and the reconciler write
+ * (rollout-changes.ts, experiments.ts, reconciler.ts): without these the history's CHANGE
+ * column would be empty for most of what moves traffic.
+ */
+function controllerChangeText(fields: Record<string, unknown>): string {
+  const text = (name: string): string | undefined =>
+    typeof fields[name] === 'string' ? fields[name] : undefined;
+  const weights = fields['weights'];
+  if (typeof weights === 'object' && weights !== null) {
+    const split = Object.entries(weights as Record<string, number>)
+      .map(([version, weight]) => `${version} ${weight}%`)
+      .join(', ');
+    return typeof fields['step'] === 'number' && typeof fields['of'] === 'number'
+      ? `step ${fields['step']}/${fields['of']}: ${split}`
+      : split;
+  }
+  if (Array.isArray(fields['variants'])) {
+    return splitText(fields['variants'] as (Ref & { weight: number })[]);
+  }
+  if (typeof fields['policyRemoved'] === 'boolean') {
+    return fields['policyRemoved'] ? 'policy cleared' : 'policy unchanged';
+  }
+  const baseline = text('baseline');
+  const canary = text('canary');
+  const stable = text('stable');
+  const previous = text('previous');
+  if (baseline !== undefined && canary !== undefined) return `${baseline} → ${canary} (staged)`;
+  if (previous !== undefined && stable !== undefined) return `${previous} → ${stable}`;
+  if (canary !== undefined && stable !== undefined) return `${canary} dropped, ${stable} stays`;
+  if (typeof fields['step'] === 'number' && typeof fields['of'] === 'number') {
+    return `at step ${fields['step']}/${fields['of']}`;
+  }
+  if (Array.isArray(fields['versions'])) {
+    return `stopped ${(fields['versions'] as Ref[]).map(ref).join(', ')}`;
   }
   return '';
 }

@@ -9,9 +9,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { kilnError } from '../../core/errors.ts';
 import type { Registry } from '../../registry/registry.ts';
-import { servableFormats } from '../../runtimes/load-runtime.ts';
 import { teamAccess } from '../access-policy.ts';
-import { checkPolicyVersions } from '../traffic/policy-versions-check.ts';
 import type { RolloutController } from '../traffic/rollout-controller.ts';
 import type { RolloutStartRequest } from '../traffic/rollout-spec.ts';
 import { actorOf } from '../traffic/traffic-service.ts';
@@ -96,20 +94,8 @@ export function registerRolloutRoutes(
       if (endpoint === null) throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint: name });
       const model = await registry.requireModel(body.model);
       recheckTeams(request, [model.team]);
-      // What a deploy checks of the version: it exists, its signature passes the policy,
-      // the platform can serve its format.
-      const { version } = await registry.trustedVersion(body.model, body.version);
-      if (!servableFormats.includes(version.format))
-        throw kilnError('KILN_FORMAT_NOT_SERVABLE', { format: version.format });
-      // And what a policy checks: the canary speaks the protocol the endpoint's callers do.
-      await checkPolicyVersions(registry, endpoint, {
-        versions: [{ model: body.model, version: version.version, weight: 100 }],
-        shadows: [],
-        salt: 'rollout',
-        keyPath: null,
-        sliceKey: null,
-        slicePath: null,
-      });
+      // The version's checks (exists, trusted, servable, the endpoint's protocol) are the
+      // controller's, so `kiln deploy --strategy canary` gets them too.
       const rollout = await rollouts.startRollout(name, body, actorOf(request));
       request.log.info({ endpoint: name, rollout: rollout.id }, 'rollout started');
       return reply.code(201).send(await rollouts.view(rollout));

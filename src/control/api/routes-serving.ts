@@ -160,7 +160,8 @@ export function registerServingRoutes(
         ),
       },
     },
-    async (request) => endpoints.delete(request.params.name, sameTeams(request)),
+    async (request) =>
+      endpoints.delete(request.params.name, { ...sameTeams(request), actor: actorOf(request) }),
   );
 
   app.get('/api/v1/api-keys', async () => ({

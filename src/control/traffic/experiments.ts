@@ -42,7 +42,6 @@ import {
   type ExperimentReport,
   type ReportOptions,
 } from './experiment-report.ts';
-import { checkPolicyVersions } from './policy-versions-check.ts';
 import type { TrafficService } from './traffic-service.ts';
 
 /** What the report needs of the merged gateway observations (TrafficService's reader). */
@@ -123,8 +122,8 @@ export class ExperimentService {
     }
     const key = compileCallerKey(keyPath);
     if (!key.ok) problems.push({ field: 'keyPath', message: key.problem });
-    const endpointRecord = await this.store.getEndpoint(endpoint);
-    if (endpointRecord === null) throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint });
+    const record = await this.store.getEndpoint(endpoint);
+    if (record === null) throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint });
     if (problems.length > 0) throw policyInvalid(endpoint, problems);
     const variants = request.variants.map(({ model, version, weight }) => ({
       model,
@@ -136,16 +135,9 @@ export class ExperimentService {
         throw kilnError('KILN_VERSION_NOT_FOUND', { model, version });
       }
     }
-    // What a manual split checks of its versions (trusted, servable, the endpoint's protocol):
-    // the experiment's split is one too.
-    await checkPolicyVersions(this.traffic.registry, endpointRecord, {
-      versions: variants,
-      shadows: [],
-      salt: id,
-      keyPath,
-      sliceKey: null,
-      slicePath: null,
-    });
+    // The variants become the endpoint's policy: the checks a policy gets (an hf-llm
+    // variant on a v2 endpoint would answer half its users with errors).
+    await this.traffic.checkVersions(record, variants);
     await this.retryOnConflict(async () => {
       const current = await this.store.getEndpointTraffic(endpoint);
       await this.refuseWhileActive(endpoint);

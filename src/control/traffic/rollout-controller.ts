@@ -15,10 +15,12 @@ import { randomBytes } from 'node:crypto';
 import { systemClock, type Clock } from '../../core/clock.ts';
 import { isKilnError, kilnError } from '../../core/errors.ts';
 import type { Store } from '../../store/store.ts';
+import type { EndpointRecord } from '../../store/serving-records.ts';
 import type {
   EndpointTrafficRecord,
   RolloutRecord,
   TrafficChange,
+  VersionRef,
 } from '../../store/traffic-records.ts';
 import { versionKey } from '../../store/traffic-records.ts';
 import { analyzeCanaryStep, type VersionObservations } from '../../traffic/canary-analysis.ts';
@@ -66,6 +68,8 @@ export interface ReplicaSource {
 /** The one door to traffic state (TrafficService). */
 export interface TrafficWriter {
   change(endpoint: string, change: TrafficChange): Promise<EndpointTrafficRecord>;
+  /** Refuses versions a policy could not name (untrusted, not servable, another protocol). */
+  checkVersions(endpoint: EndpointRecord, versions: readonly VersionRef[]): Promise<void>;
 }
 
 export interface RolloutControllerOptions {
@@ -95,6 +99,11 @@ export interface RolloutView {
   readonly analysis: CanaryVerdict | null;
   /** Milliseconds of the step's interval still to run (null when not running). */
   readonly stepRemainingMs: number | null;
+  /**
+   * ISO 8601: where the analysis's window starts (the step's first whole 10 s bucket), so a
+   * status that says "too few requests" also says since when they count; null without one.
+   */
+  readonly analysisSince: string | null;
 }
 
 export class RolloutController {
@@ -158,6 +167,8 @@ export class RolloutController {
           model: request.model,
           version: request.version,
         });
+      // The canary becomes part of the endpoint's policy: the checks a policy gets.
+      await this.options.traffic.checkVersions(record, [request]);
       const active = await store.getActiveRollout(endpoint);
       if (active !== null)
         throw kilnError('KILN_ROLLOUT_IN_PROGRESS', {
@@ -300,7 +311,8 @@ export class RolloutController {
     let stepRemainingMs: number | null = null;
     if (rollout.state === 'running' && rollout.stepStartedAt !== null)
       stepRemainingMs = Math.max(0, Date.parse(rollout.stepStartedAt) + rollout.intervalMs - now);
-    return { rollout, percent, analysis, stepRemainingMs };
+    const analysisSince = judging ? new Date(this.analysisStartMs(rollout)).toISOString() : null;
+    return { rollout, percent, analysis, stepRemainingMs, analysisSince };
   }
 
   private onActive(
@@ -402,14 +414,20 @@ export class RolloutController {
     }
   }
 
-  private async analyze(rollout: RolloutRecord): Promise<CanaryVerdict> {
-    // From the first whole bucket of the step: the bucket it began in may hold requests of a
-    // canary of the same version rolled back moments before, or of a smaller step.
+  /**
+   * From the first whole bucket of the step: the bucket it began in may hold requests of a
+   * canary of the same version rolled back moments before, or of a smaller step.
+   */
+  private analysisStartMs(rollout: RolloutRecord): number {
     const startedMs =
       rollout.stepStartedAt === null ? this.clock.now() : Date.parse(rollout.stepStartedAt);
+    return nextBucketStart(startedMs);
+  }
+
+  private async analyze(rollout: RolloutRecord): Promise<CanaryVerdict> {
     const { primary } = await this.options.observations.observationsSince(
       rollout.endpoint,
-      nextBucketStart(startedMs),
+      this.analysisStartMs(rollout),
     );
     return analyzeCanaryStep({
       thresholds: rollout.thresholds,

@@ -166,6 +166,22 @@ export class TrafficService {
     });
   }
 
+  /**
+   * Versions a rollout or an experiment is about to route to, checked as a policy's are
+   * (exist, trusted under the signing policy, a servable format, the endpoint's protocol):
+   * they become the endpoint's policy without passing through setPolicy.
+   */
+  async checkVersions(endpoint: EndpointRecord, versions: readonly VersionRef[]): Promise<void> {
+    await checkPolicyVersions(this.registry, endpoint, {
+      versions: versions.map(({ model, version }) => ({ model, version, weight: 0 })),
+      shadows: [],
+      salt: '',
+      keyPath: null,
+      sliceKey: null,
+      slicePath: null,
+    });
+  }
+
   /** Back to the stable version at 100 % (shadows too go); a no-op without a policy. */
   async clearPolicy(endpoint: string, context: ChangeContext): Promise<TrafficView> {
     return this.retrying(context, async () => {
