@@ -134,7 +134,12 @@ export interface Store {
   /** team null = the global setting. */
   setSigningPolicy(team: string | null, requireSignature: boolean): Promise<SigningPolicy>;
 
-  /** Creates or replaces an endpoint (desired state); `created` tells which. */
+  /**
+   * Creates or replaces an endpoint (desired state); `created` tells which. Moving an
+   * existing endpoint to another model or version is refused while a rollout is active on it
+   * (KILN_ROLLOUT_IN_PROGRESS) or an experiment runs (KILN_EXPERIMENT_IN_PROGRESS), checked
+   * inside the write's transaction.
+   */
   putEndpoint(
     endpoint: NewEndpoint,
     options?: EndpointWriteOptions,

@@ -1051,3 +1051,62 @@ test('traffic of several endpoints is listed by name; bad query times are a 400'
   await assert.rejects(store.pruneObservations('soon'), kilnCode('KILN_VALIDATION_FAILED'));
   await store.close();
 });
+
+test('an endpoint a rollout or an experiment owns cannot move to another version by a put (checked in its transaction); the same version can', async () => {
+  const { store } = await openStore();
+  const put = (version: number, replicas = 1) =>
+    store.putEndpoint({
+      name: 'iris',
+      team: 'default',
+      model: 'iris',
+      version,
+      ref: String(version),
+      replicas,
+      config: {},
+    });
+  await store.updateEndpointTraffic('iris', {
+    staged: [{ model: 'iris', version: 2 }],
+    rollout: { create: canary('r-1') },
+    event: event('rollout-start'),
+  });
+  await assert.rejects(put(3), kilnCode('KILN_ROLLOUT_IN_PROGRESS'));
+  assert.equal((await store.getEndpoint('iris'))?.version, 1, 'nothing written');
+  const same = await put(1, 2); // scaling the stable version is no move
+  assert.equal(same.endpoint.replicas, 2);
+  await store.updateEndpointTraffic('iris', {
+    rollout: { id: 'r-1', patch: { state: 'aborted', finishedAt: new Date(0).toISOString() } },
+    event: event('rollout-abort'),
+  });
+  const variants = [
+    { model: 'iris', version: 1, weight: 50 },
+    { model: 'iris', version: 2, weight: 50 },
+  ];
+  await store.updateEndpointTraffic('iris', {
+    policy: {
+      versions: variants,
+      shadows: [],
+      salt: 'x-9',
+      keyPath: null,
+      sliceKey: null,
+      slicePath: null,
+    },
+    experiment: {
+      create: {
+        id: 'x-9',
+        endpoint: 'iris',
+        name: 'ab',
+        variants,
+        salt: 'x-9',
+        keyPath: null,
+        createdBy: 'ci',
+      },
+    },
+    event: event('experiment-start'),
+  });
+  await assert.rejects(put(3), kilnCode('KILN_EXPERIMENT_IN_PROGRESS'));
+  await store.updateEndpointTraffic('iris', {
+    experiment: { stop: 'x-9', at: new Date(0).toISOString() },
+    event: event('experiment-stop'),
+  });
+  assert.equal((await put(3)).endpoint.version, 3);
+});

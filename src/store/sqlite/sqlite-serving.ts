@@ -79,12 +79,51 @@ export class SqliteServingTables {
     private readonly clock: Clock,
   ) {}
 
+  /**
+   * A rollout or an experiment owns the endpoint's versions until it ends: moving its stable
+   * version meanwhile (a deploy of another version) is refused here, inside the write's
+   * transaction, so a rollout started between a deploy's own check and its write cannot lose
+   * its baseline. Table names are migration 5's (sqlite-traffic.ts).
+   */
+  private refuseWhileTrafficOwned(name: string): void {
+    const rollout = this.db
+      .prepare(
+        `SELECT id, state FROM rollouts WHERE endpoint = ?
+           AND state IN ('starting', 'running', 'paused')`,
+      )
+      .get(name) as { id: string; state: string } | undefined;
+    if (rollout !== undefined) {
+      throw kilnError('KILN_ROLLOUT_IN_PROGRESS', {
+        endpoint: name,
+        rollout: rollout.id,
+        state: rollout.state,
+      });
+    }
+    const experiment = this.db
+      .prepare(`SELECT id FROM experiments WHERE endpoint = ? AND state = 'running'`)
+      .get(name) as { id: string } | undefined;
+    if (experiment !== undefined) {
+      throw kilnError('KILN_EXPERIMENT_IN_PROGRESS', {
+        endpoint: name,
+        experiment: experiment.id,
+        reason: 'a deploy of another version must wait until it is stopped',
+      });
+    }
+  }
+
   putEndpoint(
     endpoint: NewEndpoint,
     options: EndpointWriteOptions = {},
   ): { endpoint: EndpointRecord; created: boolean } {
     const put = this.db.transaction(() => {
-      options.check?.(this.getEndpoint(endpoint.name));
+      const before = this.getEndpoint(endpoint.name);
+      options.check?.(before);
+      if (
+        before !== null &&
+        (before.model !== endpoint.model || before.version !== endpoint.version)
+      ) {
+        this.refuseWhileTrafficOwned(endpoint.name);
+      }
       const target = this.db
         .prepare(
           `SELECT m.id AS model_id, v.id AS version_id, v.deleted_at FROM models m
