@@ -6,9 +6,6 @@
 
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { Readable } from 'node:stream';
 import type { ReplicaLaunch, SurvivingReplica } from '../../src/control/backends/backend.ts';
 import { EndpointService } from '../../src/control/endpoints.ts';
 import { Reconciler } from '../../src/control/reconciler.ts';
@@ -19,9 +16,8 @@ import type { Clock } from '../../src/core/clock.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { FakeClock, tempDir } from '../helpers/temp-dir.ts';
 import { until } from '../helpers/until.ts';
+import { registerTwoModels } from '../helpers/two-models.ts';
 import { DrivenBackend } from '../helpers/driven-backend.ts';
-
-const fixture = new URL('../../fixtures/registry/xgb-binary.json', import.meta.url).pathname;
 
 async function setup(
   t: TestContext,
@@ -41,19 +37,7 @@ async function setup(
   const artifacts = new ArtifactStore(`${dir}/artifacts`);
   await artifacts.init();
   const registry = new Registry(store, artifacts);
-  const data = await readFile(fixture);
-  // Two models, two versions each (the second a byte longer: another artifact).
-  for (const model of ['a', 'b']) {
-    await registry.createModel(model);
-    for (const bytes of [data, Buffer.concat([data, Buffer.from('\n')])]) {
-      const sha256 = createHash('sha256').update(bytes).digest('hex');
-      await artifacts.ingest(Readable.from([bytes]), sha256, { maxBytes: 1e9 });
-      await registry.registerVersion(model, {
-        format: 'xgboost',
-        files: [{ path: 'model.json', size: bytes.length, sha256 }],
-      });
-    }
-  }
+  await registerTwoModels(registry, artifacts);
   const backend = new DrivenBackend();
   const clock = options.clock ?? { now: () => Date.now() };
   const reconciler = new Reconciler({
