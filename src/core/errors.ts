@@ -323,6 +323,65 @@ export const errorRegistry = {
     template: 'the request waited past its deadline of {timeoutMs} ms and was not run',
     hint: 'raise the deadline with the `kiln-timeout-ms` header or the endpoint timeoutMs',
   },
+  // --- autoscaling, scale-to-zero, placement, pools, simulator (issue 14) ---
+  KILN_AUTOSCALE_INVALID: {
+    status: 400,
+    retryable: false,
+    template: 'invalid autoscaling policy for endpoint {endpoint}: {reason}',
+    hint: 'see docs/autoscaling.md for the fields and their ranges',
+  },
+  KILN_SCALE_CONFLICT: {
+    status: 409,
+    retryable: true,
+    template: 'the replica count of endpoint {endpoint} changed meanwhile: {reason}',
+  },
+  KILN_COLD_START_TIMEOUT: {
+    status: 503,
+    retryable: true,
+    template:
+      'endpoint {endpoint} had no ready replica within {timeoutMs} ms of waking it from zero',
+    hint: 'see why with `kiln endpoints show ENDPOINT`; a longer wait: scaleToZero.timeoutMs',
+  },
+  KILN_ACTIVATOR_FULL: {
+    status: 503,
+    retryable: true,
+    template:
+      'endpoint {endpoint} is starting from zero replicas and already holds {held} requests',
+  },
+  KILN_UNSCHEDULABLE: {
+    status: 409,
+    retryable: false,
+    template: 'endpoint {endpoint} is unschedulable: {reason}',
+    hint: 'see the nodes and what they hold with `kiln placement show`',
+  },
+  KILN_INVENTORY_INVALID: {
+    status: 400,
+    retryable: false,
+    template: 'invalid node inventory {source}: {reason}',
+  },
+  KILN_NODE_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    template: 'node {node} is not in the inventory',
+  },
+  KILN_POOL_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    template: 'worker pool {pool} does not exist',
+    hint: 'create it with `kiln pools create NAME --workers N --memory-budget SIZE`',
+  },
+  KILN_POOL_IN_USE: {
+    status: 409,
+    retryable: false,
+    template: 'worker pool {pool} serves endpoints: {endpoints}',
+    hint: 'delete or redeploy those endpoints first',
+  },
+  KILN_TRACE_INVALID: {
+    status: 400,
+    retryable: false,
+    template: 'invalid trace {source}: {reason}',
+    hint: 'a trace is CSV `t_seconds,rps` rows (header optional) or JSON [{"t": s, "rps": n}]',
+  },
   // --- traffic management (policies, rollouts, experiments, golden sets) ---
   KILN_TRAFFIC_POLICY_INVALID: {
     status: 400,

@@ -59,6 +59,37 @@ export interface EndpointRoute {
    * metadata, `kiln-model-version` when no policy); `maxConcurrency` bounds all variants.
    */
   readonly traffic?: TrafficRoute;
+  /**
+   * Scale-to-zero (issue 14): present when the endpoint's policy lets it run zero replicas.
+   * While no replica (of any variant) is ready, the gateway's activator holds its requests
+   * instead of answering 503, asks the control plane to wake it, and releases them in
+   * arrival order once a snapshot lists a ready replica. Absent: no replica = 503.
+   */
+  readonly activation?: ActivationRoute;
+  /**
+   * Served by a shared worker pool (issue 14): `replicas` are the pool's workers, each able to
+   * load this endpoint's model on its first request; the gateway prefers a worker that has it
+   * loaded. Absent: dedicated replicas.
+   */
+  readonly pool?: PoolRoute;
+}
+
+export interface ActivationRoute {
+  /** Most requests one gateway holds for the endpoint while it wakes (beyond: 503). */
+  readonly queueLimit: number;
+  /** How long one held request waits for a ready replica (then 503, retryable). */
+  readonly timeoutMs: number;
+  /** The owner's cold-start budget (wake → first answer), for metrics. */
+  readonly coldStartBudgetMs: number;
+}
+
+export interface PoolRoute {
+  readonly name: string;
+  /**
+   * What a pool worker needs to load the endpoint's version on demand (its revision's launch:
+   * files, digests, runtime config), as the pool protocol defines it (issue 14, pools).
+   */
+  readonly revision: string;
 }
 
 export interface TrafficRoute {

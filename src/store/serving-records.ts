@@ -3,6 +3,8 @@
 
 import type { LlmServingConfig } from '../llm/serving/llm-serving-config.ts';
 import type { RuntimeConfig } from '../runtimes/runtime.ts';
+import type { AutoscalePolicy } from '../autoscale/autoscale-policy.ts';
+import type { ResourceRequest } from '../placement/inventory.ts';
 
 /** Dynamic batching in the worker (Triton's dynamic batcher, in shape). */
 export interface BatchingConfig {
@@ -27,6 +29,18 @@ export interface EndpointConfig extends RuntimeConfig {
   readonly maxConcurrency?: number;
   /** hf-llm endpoints: the engine's and the streams' settings (llm-serving-config.ts). */
   readonly llm?: LlmServingConfig;
+  /**
+   * Autoscaling (issue 14; control-plane only, not part of the worker revision). Absent: the
+   * endpoint runs exactly `replicas`.
+   */
+  readonly autoscale?: AutoscalePolicy;
+  /** What one replica needs of a node (placement, issue 14). Absent: the defaults. */
+  readonly resources?: ResourceRequest;
+  /**
+   * Served by the shared worker pool of this name (issue 14) instead of replicas of its own:
+   * a pool worker loads the model on its first request and evicts it when least recently used.
+   */
+  readonly pool?: string;
 }
 
 export interface EndpointRecord {

@@ -14,6 +14,14 @@ import type {
 } from './serving-records.ts';
 import type { AuditRecord, NewAuditRecord, NewToken, TokenRecord } from './access-records.ts';
 import type {
+  DemandRow,
+  EndpointScaleRecord,
+  NewPool,
+  PoolRecord,
+  ScaleChange,
+  ScaleEvent,
+} from './scaling-records.ts';
+import type {
   EndpointTrafficRecord,
   ExperimentRecord,
   GoldenSet,
@@ -248,4 +256,39 @@ export interface Store {
   /** Replaces a version's golden set; the version must exist (KILN_VERSION_NOT_FOUND). */
   setGoldenSet(golden: Omit<GoldenSet, 'createdAt'>): Promise<GoldenSet>;
   getGoldenSet(model: string, version: number): Promise<GoldenSet | null>;
+
+  // --- autoscaling and pools (scaling-records.ts, issue 14) ---------------------------
+
+  getEndpointScale(endpoint: string): Promise<EndpointScaleRecord | null>;
+  listEndpointScales(): Promise<readonly EndpointScaleRecord[]>;
+  /**
+   * Writes an endpoint's current count (created if absent) and its event in one transaction.
+   * Refused: the endpoint does not exist (KILN_ENDPOINT_NOT_FOUND), `expectReplicas` given
+   * and not the stored count (KILN_SCALE_CONFLICT). Deleting an endpoint deletes its count
+   * (its events stay).
+   */
+  setEndpointScale(change: ScaleChange): Promise<EndpointScaleRecord>;
+  /** Newest first. */
+  listScaleEvents(query: {
+    readonly endpoint?: string;
+    readonly since?: string;
+    readonly limit?: number;
+  }): Promise<readonly ScaleEvent[]>;
+  /** Adds rows into the stored minute rows (same endpoint and minute: counts and sketches add). */
+  mergeDemand(rows: readonly DemandRow[]): Promise<void>;
+  /** Oldest first; minuteStart in [since, until). */
+  listDemand(query: {
+    readonly endpoint: string;
+    readonly since: string;
+    readonly until?: string;
+  }): Promise<readonly DemandRow[]>;
+  /** Deletes rows whose minuteStart < before; returns how many. */
+  pruneDemand(before: string): Promise<number>;
+
+  /** Creates or updates a pool (KILN_VALIDATION_FAILED for workers < 1 or budget <= 0). */
+  putPool(pool: NewPool): Promise<PoolRecord>;
+  getPool(name: string): Promise<PoolRecord | null>;
+  listPools(): Promise<readonly PoolRecord[]>;
+  /** Refused while an endpoint is deployed on it (KILN_POOL_IN_USE). */
+  deletePool(name: string): Promise<PoolRecord | null>;
 }

@@ -9,6 +9,14 @@ import { dirname } from 'node:path';
 import { kilnError, KilnError } from '../../core/errors.ts';
 import { isoAt, systemClock, type Clock } from '../../core/clock.ts';
 import type {
+  DemandRow,
+  EndpointScaleRecord,
+  NewPool,
+  PoolRecord,
+  ScaleChange,
+  ScaleEvent,
+} from '../scaling-records.ts';
+import type {
   AliasEntry,
   Model,
   ModelVersion,
@@ -727,5 +735,60 @@ export class SqliteStore implements Store {
 
   getGoldenSet(model: string, version: number): Promise<GoldenSet | null> {
     return this.run(() => this.trafficData.getGoldenSet(model, version));
+  }
+  // --- autoscaling and pools: issue 14, helper B (sqlite-scaling.ts) ---
+
+  getEndpointScale(_endpoint: string): Promise<EndpointScaleRecord | null> {
+    return Promise.reject(new Error('getEndpointScale: not implemented yet (issue 14, helper B)'));
+  }
+
+  listEndpointScales(): Promise<readonly EndpointScaleRecord[]> {
+    return Promise.reject(
+      new Error('listEndpointScales: not implemented yet (issue 14, helper B)'),
+    );
+  }
+
+  setEndpointScale(_change: ScaleChange): Promise<EndpointScaleRecord> {
+    return Promise.reject(new Error('setEndpointScale: not implemented yet (issue 14, helper B)'));
+  }
+
+  listScaleEvents(_query: {
+    readonly endpoint?: string;
+    readonly since?: string;
+    readonly limit?: number;
+  }): Promise<readonly ScaleEvent[]> {
+    return Promise.reject(new Error('listScaleEvents: not implemented yet (issue 14, helper B)'));
+  }
+
+  mergeDemand(_rows: readonly DemandRow[]): Promise<void> {
+    return Promise.reject(new Error('mergeDemand: not implemented yet (issue 14, helper B)'));
+  }
+
+  listDemand(_query: {
+    readonly endpoint: string;
+    readonly since: string;
+    readonly until?: string;
+  }): Promise<readonly DemandRow[]> {
+    return Promise.reject(new Error('listDemand: not implemented yet (issue 14, helper B)'));
+  }
+
+  pruneDemand(_before: string): Promise<number> {
+    return Promise.reject(new Error('pruneDemand: not implemented yet (issue 14, helper B)'));
+  }
+
+  putPool(_pool: NewPool): Promise<PoolRecord> {
+    return Promise.reject(new Error('putPool: not implemented yet (issue 14, helper B)'));
+  }
+
+  getPool(_name: string): Promise<PoolRecord | null> {
+    return Promise.reject(new Error('getPool: not implemented yet (issue 14, helper B)'));
+  }
+
+  listPools(): Promise<readonly PoolRecord[]> {
+    return Promise.reject(new Error('listPools: not implemented yet (issue 14, helper B)'));
+  }
+
+  deletePool(_name: string): Promise<PoolRecord | null> {
+    return Promise.reject(new Error('deletePool: not implemented yet (issue 14, helper B)'));
   }
 }
