@@ -489,7 +489,10 @@ export class AutoscaleController {
     // A new policy: a new runner (its windows were about the old target); the idle period
     // carries on from the last demand seen, by the old runner or as stored.
     const stored = scale?.lastDemandAt == null ? undefined : Date.parse(scale.lastDemandAt);
-    const lastDemandAtMs = (known === undefined ? undefined : lastDemandOf(known.runner)) ?? stored;
+    // At zero with no demand ever stored (deployed at 0): idle since forever, not since now.
+    const never = scale?.replicas === 0 ? 0 : undefined;
+    const lastDemandAtMs =
+      (known === undefined ? undefined : lastDemandOf(known.runner)) ?? stored ?? never;
     const state: EndpointState = {
       policyKey,
       runner: this.makeRunner(policy, lastDemandAtMs),
