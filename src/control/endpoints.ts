@@ -305,10 +305,21 @@ export class EndpointService {
     const revision = workerRevision(record);
     const current = replicas.filter((r) => r.revision === revision && r.state !== 'stopping');
     const readyReplicas = current.filter((r) => r.state === 'ready').length;
-    const reason = readyReplicas > 0 ? null : whyNotReady(current, this.clock.now());
+    // Autoscaled: the count it runs now (the autoscaler's), not the one deployed.
+    const running =
+      record.config.autoscale === undefined
+        ? record.replicas
+        : (this.reconciler.runningCount(record.name) ?? record.replicas);
+    const reason =
+      readyReplicas > 0
+        ? null
+        : running === 0 && current.length === 0
+          ? 'scaled to zero (woken by its next request)'
+          : whyNotReady(current, this.clock.now());
     const route = this.reconciler.routing.current().endpoints.find((e) => e.name === record.name);
     return {
       ...record,
+      replicas: running,
       format,
       url:
         format === 'hf-llm'

@@ -95,6 +95,10 @@ test('an autoscaled endpoint runs its stored count, down to zero and back, with 
   ack();
   await until(() => live().length === 0, 'both stopped');
   for (const entry of backend.launched) backend.exit(entry);
+  await until(() => reconciler.replicaStatus('e').length === 0, 'both gone');
+  const atZero = await endpoints.get('e');
+  assert.equal(atZero.replicas, 0, 'the view shows the count it runs, not the deployed 2');
+  assert.equal(atZero.status.reason, 'scaled to zero (woken by its next request)');
 
   // A wake writes 1: one replica starts, and is routed once ready.
   await store.setEndpointScale({ endpoint: 'e', replicas: 1, reason: 'wake', expectReplicas: 0 });
