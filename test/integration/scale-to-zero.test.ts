@@ -132,6 +132,7 @@ test('from zero replicas, every request sent during the cold start is answered c
   const sumBefore =
     (await gatewayMetric('kiln_gateway_cold_start_seconds_sum{endpoint="fraud"}')) ?? 0;
   const startMs = performance.now();
+  const startWallMs = Date.now();
   const first = Array.from({ length: 6 }, (_, i) => send(i % rows, i % 2 === 0 ? 'v2' : 'v1'));
   await waitUntil(
     'requests held by the activator',
@@ -161,6 +162,16 @@ test('from zero replicas, every request sent during the cold start is answered c
       `(${heldWhileWaking} held when the second wave was sent)`,
   );
   assert.equal(count, coldStartsBefore + 1, 'this cold start measured by the gateway, once');
+  const status = (await call(platform.url, 'GET', '/api/v1/endpoints/fraud/scale')).body as {
+    startup: { measuredP90Ms: number | null; samples: number };
+    events: { kind: string; from: number; to: number; at: string }[];
+  };
+  const wake = status.events.find((e) => e.from === 0 && Date.parse(e.at) >= startWallMs - 1_000);
+  console.log(
+    `  where it went: wake recorded ${wake === undefined ? '?' : Date.parse(wake.at) - startWallMs} ms ` +
+      `after the first request; replica launch → ready p90 ${status.startup.measuredP90Ms} ms ` +
+      `over ${status.startup.samples} starts; the rest is the snapshot reaching the gateway and the answer`,
+  );
 
   // The scale history tells the same story: down to zero, then woken.
   const events = (await call(platform.url, 'GET', '/api/v1/endpoints/fraud/scale/events')).body as {
