@@ -187,4 +187,8 @@ test('from zero replicas, every request sent during the cold start is answered c
     `a scale from zero among ${JSON.stringify(kinds)}`,
   );
   assert.equal((await scale()).readyReplicas >= 1, true);
+  // The gateway's demand reports were taken by the control plane (checked whole there).
+  assert.ok(((await gatewayMetric('kiln_gateway_load_reports_total{outcome="sent"}')) ?? 0) > 0);
+  assert.equal(await gatewayMetric('kiln_gateway_load_reports_total{outcome="failed"}'), null);
+  assert.equal(await gatewayMetric('kiln_gateway_wake_calls_total{outcome="failed"}'), null);
 });
