@@ -18,6 +18,7 @@ import { registerHealthCommand } from './commands/health.ts';
 import { registerKeysCommands } from './commands/keys.ts';
 import { registerLlmCommands } from './commands/llm.ts';
 import { registerModelsCommands } from './commands/models.ts';
+import { registerPlacementCommands } from './commands/placement.ts';
 import { registerPolicyCommands } from './commands/policy.ts';
 import { registerPredictCommand } from './commands/predict.ts';
 import { registerRolloutCommands } from './commands/rollout.ts';
@@ -77,6 +78,7 @@ export function buildProgram(): Command {
   registerAuditCommand(program);
   registerHealthCommand(program);
   registerLlmCommands(program);
+  registerPlacementCommands(program);
   acceptGlobalOptionsEverywhere(program);
   return program;
 }

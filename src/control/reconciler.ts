@@ -37,6 +37,8 @@ import {
   type ReplicaState,
 } from './replica-plan.ts';
 import { RoutingTable } from './routing-table.ts';
+import type { Placer } from './placement/placer.ts';
+import type { ReplicaPlacement } from '../placement/placement.ts';
 import { workerRevision, workerServingSettings } from './serving-defaults.ts';
 import {
   defaultMaxBodyBytes,
@@ -89,6 +91,10 @@ export interface ReplicaStatus {
   readonly lastFailure: ReplicaFailure | null;
   /** When a failed replica starts again (ISO 8601); null when not failed or not yet known. */
   readonly restartAt: string | null;
+  /** The inventory node placement gave it (null: not placed, or no placement). */
+  readonly node: string | null;
+  /** Its node was reclaimed: it serves until its replacement is ready, then stops. */
+  readonly evicted: boolean;
 }
 
 export interface ReplicaFailure {
@@ -130,6 +136,10 @@ interface Replica {
   launch: number;
   /** When the current launch started (for the start timeout). */
   launchedAtMs: number;
+  /** Placement found no node for it: it waits, not started, and is tried every pass. */
+  unplaced: boolean;
+  /** Its node was reclaimed (replica-plan.ts: replaced in its slot, then stopped). */
+  evicted: boolean;
 }
 
 /** The last part of a replica id: which start of its platform it was (0 if none). */
@@ -157,6 +167,8 @@ function newReplica(
     handle: null,
     launch: 0,
     launchedAtMs: 0,
+    unplaced: false,
+    evicted: false,
   };
 }
 
@@ -181,6 +193,8 @@ export interface ReconcilerOptions {
    * Default 10 minutes.
    */
   readonly startTimeoutMs?: number;
+  /** Picks a node (and devices) for each replica it starts (issue 14); absent: no placement. */
+  readonly placer?: Placer;
 }
 
 export class Reconciler {
@@ -214,6 +228,10 @@ export class Reconciler {
   private launches = 0;
   private started = false;
   private firstPassDone!: () => void;
+
+  get placer(): Placer | null {
+    return this.options.placer ?? null;
+  }
 
   constructor(private readonly options: ReconcilerOptions) {
     this.routing = new RoutingTable(
@@ -267,6 +285,8 @@ export class Reconciler {
       replica.launch = 1;
       replica.launchedAtMs = this.options.clock.now();
       this.replicas.set(replica.id, replica);
+      if (launch.placement !== undefined)
+        this.options.placer?.adopt(replica.id, replica.endpoint, launch.placement);
       settled.push(
         new Promise<void>((resolve) => {
           replica.handle = survivor.adopt((event) => {
@@ -338,6 +358,8 @@ export class Reconciler {
           r.state === 'failed' && r.restartAtMs !== null && Number.isFinite(r.restartAtMs)
             ? new Date(r.restartAtMs).toISOString()
             : null,
+        node: this.options.placer?.nodeOf(r.id) ?? null,
+        evicted: r.evicted,
       }));
   }
 
@@ -412,6 +434,7 @@ export class Reconciler {
     for (const replica of this.replicas.values())
       await this.learnVersion(replica.model, replica.version);
     this.stopHungStarts();
+    await this.launchUnplaced();
     const actions = planReplicas(
       desired.map(({ versions: _routing, ...plan }) => plan),
       [...this.replicas.values()],
@@ -508,6 +531,7 @@ export class Reconciler {
         const handle = replica.handle;
         if (handle === null) {
           this.replicas.delete(replica.id);
+          this.options.placer?.release(replica.id);
           return;
         }
         // Zero-loss stop, in the background of the loop: the replica is already out of the
@@ -543,6 +567,8 @@ export class Reconciler {
     replica.url = null;
     replica.socketPath = null;
     const serving = workerServingSettings(version.format, endpoint.config);
+    const placement = this.placeReplica(replica, endpoint, version.sizeBytes);
+    if (placement === null) return;
     replica.launch += 1;
     replica.launchedAtMs = this.options.clock.now();
     const launch = replica.launch;
@@ -564,6 +590,7 @@ export class Reconciler {
           batching: serving.batching,
           defaultTimeoutMs: serving.defaultTimeoutMs,
           ...(serving.llm === null ? {} : { llm: serving.llm }),
+          ...(placement === undefined ? {} : { placement }),
         },
         (event) => {
           if (replica.launch === launch) this.onReplicaEvent(replica, event);
@@ -574,6 +601,63 @@ export class Reconciler {
       // failure like any other, retried with backoff, never a slot stuck in 'starting'.
       this.markFailed(replica, `the worker could not be started: ${(error as Error).message}`);
     }
+  }
+
+  /**
+   * A node for the replica (undefined: no placement here). None free now: the replica stays
+   * `starting`, not launched, with placement's reason ("unschedulable: needs X, largest free
+   * Y") where `kiln endpoints show` sees it, and is tried again every pass (null).
+   */
+  private placeReplica(
+    replica: Replica,
+    endpoint: EndpointRecord,
+    artifactBytes: number,
+  ): ReplicaPlacement | undefined | null {
+    const placer = this.options.placer;
+    if (placer === undefined) return undefined;
+    // A replacement for a replica of a reclaimed node: on-demand first.
+    const replacing = [...this.replicas.values()].some(
+      (r) =>
+        r.evicted &&
+        r.endpoint === replica.endpoint &&
+        r.revision === replica.revision &&
+        r.slot === replica.slot,
+    );
+    const result = placer.place(replica.id, endpoint, artifactBytes, replacing);
+    if (result.ok) {
+      replica.unplaced = false;
+      return result.placement;
+    }
+    replica.unplaced = true;
+    replica.state = 'starting';
+    replica.handle = null;
+    replica.reason = `unschedulable: ${result.reason}`;
+    return null;
+  }
+
+  /** Replicas placement found no node for: tried again (a replica stopped may have made room). */
+  private async launchUnplaced(): Promise<void> {
+    for (const replica of [...this.replicas.values()]) {
+      if (!replica.unplaced || replica.state !== 'starting' || replica.handle !== null) continue;
+      const endpoint = this.endpoints.find((e) => e.name === replica.endpoint);
+      if (endpoint !== undefined) await this.launch(replica, endpoint);
+    }
+  }
+
+  /**
+   * Takes a node away (a spot reclaim, a drain): nothing new is placed on it, and each replica
+   * on it is replaced on another node before it stops (replica-plan.ts: evicted). Returns them.
+   */
+  reclaimNode(node: string): string[] {
+    const placer = this.options.placer;
+    if (placer === undefined) return [];
+    const ids = placer.reclaim(node);
+    for (const id of ids) {
+      const replica = this.replicas.get(id);
+      if (replica !== undefined && replica.state !== 'stopping') replica.evicted = true;
+    }
+    void this.trigger();
+    return ids;
   }
 
   /** Stops replicas still starting past the start timeout; the plan restarts them. */
@@ -613,6 +697,7 @@ export class Reconciler {
     replica.socketPath = null;
     replica.handle = null;
     replica.restartAtMs = now + this.backoffMs(replica, kind);
+    this.options.placer?.release(replica.id);
   }
 
   private backoffMs(replica: Replica, kind: FailureKind): number {
@@ -643,7 +728,10 @@ export class Reconciler {
         return;
       case 'exited':
         if (replica.state === 'stopping') {
-          if (this.replicas.get(replica.id) === replica) this.replicas.delete(replica.id);
+          if (this.replicas.get(replica.id) === replica) {
+            this.replicas.delete(replica.id);
+            this.options.placer?.release(replica.id);
+          }
         } else {
           const how =
             event.signal === null ? `code ${event.code ?? '?'}` : `signal ${event.signal}`;

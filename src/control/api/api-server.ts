@@ -15,6 +15,7 @@ import { registerSystemRoutes } from './routes-system.ts';
 import { registerServingRoutes } from './routes-serving.ts';
 import { registerTrafficRoutes } from './routes-traffic.ts';
 import { registerExperimentRoutes } from './routes-experiments.ts';
+import { registerPlacementRoutes } from './routes-placement.ts';
 import { ExperimentService } from '../traffic/experiments.ts';
 import type { EndpointService } from '../endpoints.ts';
 import type { Reconciler } from '../reconciler.ts';
@@ -82,6 +83,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     const { endpoints, reconciler } = options.serving;
     registerServingRoutes(app, options.registry.store, endpoints, reconciler);
     registerTrafficRoutes(app, options.registry.store, endpoints.traffic);
+    registerPlacementRoutes(app, reconciler);
     const traffic = endpoints.traffic;
     const experiments = new ExperimentService(
       options.registry.store,
