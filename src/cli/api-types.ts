@@ -17,6 +17,7 @@ import type { ModelFormat } from '../registry/formats/artifact-file.ts';
 import type { EndpointView } from '../control/endpoints.ts';
 import type { ApiKeyRecord } from '../store/serving-records.ts';
 import type { LlmServingConfig } from '../llm/serving/llm-serving-config.ts';
+import type { ResourceRequest } from '../placement/inventory.ts';
 import type { TrafficView } from '../control/traffic/traffic-view.ts';
 
 export type ServingProtocol = 'v2' | 'openai';
@@ -143,6 +144,8 @@ export interface EndpointConfig {
   maxConcurrency?: number;
   /** hf-llm endpoints only: the engine's and the streams' settings (absent = defaults). */
   llm?: LlmSettings;
+  /** What one replica needs of a node (placement); absent: nothing (best effort). */
+  resources?: ResourceRequest;
 }
 
 /** An hf-llm endpoint's serving settings as a deploy sends them (every field optional). */

@@ -37,6 +37,11 @@ import { withClient } from '../context.ts';
 import { CliError, usageError } from '../errors.ts';
 import { apiPath, type KilnClient } from '../http-client.ts';
 import { addLlmOptions, llmSettings, type LlmFlags } from './deploy-llm-flags.ts';
+import {
+  addResourceOptions,
+  resourceRequest,
+  type ResourceFlags,
+} from './deploy-resource-flags.ts';
 import { parseDurationSeconds } from './tokens.ts';
 import { printJson, writeOut } from '../output.ts';
 import { deploySummary, notReadyReason, readinessText } from './endpoints-render.ts';
@@ -51,7 +56,7 @@ import {
 } from './rollout.ts';
 import { rolloutText } from './rollout-render.ts';
 
-export interface DeployOptions extends LlmFlags, RolloutFlags {
+export interface DeployOptions extends LlmFlags, RolloutFlags, ResourceFlags {
   readonly endpoint: string;
   /** replace (default): the endpoint's version is swapped whole; else a rollout. */
   readonly strategy?: 'replace' | 'canary' | 'blue-green';
@@ -138,7 +143,7 @@ export function registerDeployCommand(program: Command): void {
       .choices(['replace', 'canary', 'blue-green'])
       .default('replace'),
   );
-  addRolloutOptions(addLlmOptions(deploy))
+  addResourceOptions(addRolloutOptions(addLlmOptions(deploy)))
     .option(
       '--warm-grace <duration>',
       "keep the replaced version running this long for an instant rollback, e.g. 30m, or 0 (default: the platform's, 10m)",
@@ -356,6 +361,8 @@ export function deployBody(
   if (options.timeoutMs !== undefined) config.timeoutMs = options.timeoutMs;
   if (options.maxConcurrency !== undefined) config.maxConcurrency = options.maxConcurrency;
   if (Object.keys(llm).length > 0) config.llm = llm;
+  const resources = resourceRequest(options);
+  if (resources !== null) config.resources = resources;
   return body;
 }
 
