@@ -670,10 +670,13 @@ export class Reconciler {
       if (now - replica.launchedAtMs < limit) continue;
       replica.launch += 1; // what the hung launch still reports is stale now
       const stale = replica.launch;
-      this.markFailed(replica, `the worker was not ready within ${Math.round(limit / 1000)} s`);
+      const reason = `the worker was not ready within ${Math.round(limit / 1000)} s`;
+      // Its node and devices stay held until the hung worker is gone.
+      this.markFailed(replica, reason, null, { holdPlacement: true });
       // Not restarted before the hung worker is gone: the next launch uses its folder.
       replica.restartAtMs = Number.POSITIVE_INFINITY;
       void handle.stop(5_000).finally(() => {
+        if (replica.launch === stale) this.options.placer?.release(replica.id);
         if (replica.launch !== stale || replica.state !== 'failed') return;
         replica.restartAtMs = this.options.clock.now() + this.backoffMs(replica, 'crash');
         void this.trigger();
@@ -682,7 +685,12 @@ export class Reconciler {
   }
 
   /** `code`: the error code reported with the failure; null for a crash. */
-  private markFailed(replica: Replica, reason: string, code: string | null = null): void {
+  private markFailed(
+    replica: Replica,
+    reason: string,
+    code: string | null = null,
+    options: { readonly holdPlacement?: boolean } = {},
+  ): void {
     const now = this.options.clock.now();
     const kind = failureKind(code);
     // Ready a good while: a new failure, not one more of a loop.
@@ -697,7 +705,8 @@ export class Reconciler {
     replica.socketPath = null;
     replica.handle = null;
     replica.restartAtMs = now + this.backoffMs(replica, kind);
-    this.options.placer?.release(replica.id);
+    // Its process is gone: its node and devices are free for others (placed again at restart).
+    if (options.holdPlacement !== true) this.options.placer?.release(replica.id);
   }
 
   private backoffMs(replica: Replica, kind: FailureKind): number {

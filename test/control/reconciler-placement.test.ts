@@ -26,6 +26,7 @@ async function setup(
   inventory: Inventory,
   /** Before start: deploy, then adopt the launches returned (a restarted platform). */
   before: (endpoints: EndpointService) => Promise<ReplicaLaunch[]> = () => Promise.resolve([]),
+  startTimeoutMs?: number,
 ) {
   const dir = await tempDir();
   const store = SqliteStore.open(`${dir}/kiln.db`);
@@ -45,6 +46,7 @@ async function setup(
     unpublishDelayMs: 0,
     intervalMs: 20,
     placer,
+    ...(startTimeoutMs === undefined ? {} : { startTimeoutMs }),
   });
   const endpoints = new EndpointService(registry, reconciler, () => '', clock);
   const survivors = await before(endpoints);
@@ -223,4 +225,23 @@ test('a reclaimed node: each replica is replaced on another node, on-demand firs
   await endpoints.deploy('a', { model: 'a', replicas: 3, config: { resources: { cpu: 1 } } });
   await until(() => backend.launched.length === 4, 'two more started');
   assert.ok(backend.launched.slice(2).every((l) => l.launch.placement?.node !== 'spot'));
+});
+
+test('a worker hung while starting holds its node until it is gone', async (t) => {
+  const { backend, endpoints } = await setup(t, twoCpus, undefined, 100);
+  await endpoints.deploy('a', { model: 'a', config: { resources: { cpu: 2 } } });
+  await until(() => backend.launched.length === 1, 'a started');
+  const hung = backend.launched[0]!;
+  await until(() => hung.stopRequested, 'the hung start stopped after the start timeout');
+  await endpoints.deploy('b', { model: 'b', config: { resources: { cpu: 1 } } });
+  await until(
+    async () => /pending: unschedulable/.test((await endpoints.get('b')).status.reason ?? ''),
+    'b waits while the hung worker is still there',
+  );
+  assert.equal(backend.launched.length, 1);
+  backend.exit(hung);
+  await until(
+    () => backend.launched.some((l) => l.launch.endpoint === 'b'),
+    'b started once the hung worker is gone',
+  );
 });
