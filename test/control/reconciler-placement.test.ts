@@ -245,3 +245,22 @@ test('a worker hung while starting holds its node until it is gone', async (t) =
     'b started once the hung worker is gone',
   );
 });
+
+test('the worker environment names the node, its devices and MIG instances', () => {
+  assert.deepEqual(placementEnv(undefined), {});
+  assert.deepEqual(placementEnv({ node: 'cpu-1', cpu: 1, memoryGiB: 1, devices: [] }), {
+    KILN_NODE: 'cpu-1',
+  });
+  assert.deepEqual(
+    placementEnv({
+      node: 'gpu-1',
+      cpu: 1,
+      memoryGiB: 1,
+      devices: [
+        { index: 2, memoryGiB: 80, whole: true },
+        { index: 3, memoryGiB: 10, whole: false, mig: { profile: '1g.10gb', instance: 4 } },
+      ],
+    }),
+    { KILN_NODE: 'gpu-1', CUDA_VISIBLE_DEVICES: '2,3', KILN_MIG_INSTANCES: '3:1g.10gb:4' },
+  );
+});
