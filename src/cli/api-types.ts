@@ -17,6 +17,7 @@ import type { ModelFormat } from '../registry/formats/artifact-file.ts';
 import type { EndpointView } from '../control/endpoints.ts';
 import type { ApiKeyRecord } from '../store/serving-records.ts';
 import type { LlmServingConfig } from '../llm/serving/llm-serving-config.ts';
+import type { ResourceRequest } from '../placement/inventory.ts';
 import type { TrafficView } from '../control/traffic/traffic-view.ts';
 
 export type ServingProtocol = 'v2' | 'openai';
@@ -145,6 +146,8 @@ export interface EndpointConfig {
   llm?: LlmSettings;
   /** Autoscaling (checked and completed by the platform; docs/autoscaling.md). */
   autoscale?: AutoscaleSettings;
+  /** What one replica needs of a node (placement); absent: nothing (best effort). */
+  resources?: ResourceRequest;
 }
 
 /** An autoscaling policy as a deploy or `kiln autoscale set` sends it (the rest defaulted). */

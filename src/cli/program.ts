@@ -19,6 +19,7 @@ import { registerHealthCommand } from './commands/health.ts';
 import { registerKeysCommands } from './commands/keys.ts';
 import { registerLlmCommands } from './commands/llm.ts';
 import { registerModelsCommands } from './commands/models.ts';
+import { registerPlacementCommands } from './commands/placement.ts';
 import { registerPolicyCommands } from './commands/policy.ts';
 import { registerPredictCommand } from './commands/predict.ts';
 import { registerRolloutCommands } from './commands/rollout.ts';
@@ -79,6 +80,7 @@ export function buildProgram(): Command {
   registerAuditCommand(program);
   registerHealthCommand(program);
   registerLlmCommands(program);
+  registerPlacementCommands(program);
   acceptGlobalOptionsEverywhere(program);
   return program;
 }

@@ -22,6 +22,7 @@ import {
   configProblemError,
   readModelConfig,
 } from './llm-deploy-check.ts';
+import { checkDeployPlacement } from './placement/deploy-placement-check.ts';
 import { resolveLlmServingConfig } from '../llm/serving/llm-serving-config.ts';
 import { resolveAutoscalePolicy, type AutoscalePolicy } from '../autoscale/autoscale-policy.ts';
 import {
@@ -62,7 +63,14 @@ export interface EndpointView extends EndpointRecord {
      */
     readonly maxConcurrency: number | null;
     readonly maxConcurrencySource: 'configured' | 'derived' | null;
-    readonly replicas: readonly Omit<ReplicaStatus, 'endpoint' | 'model' | 'slot' | 'revision'>[];
+    readonly replicas: readonly (Omit<
+      ReplicaStatus,
+      'endpoint' | 'model' | 'slot' | 'revision' | 'node' | 'evicted'
+    > & {
+      /** Placement's node (issue 14); optional for clients reading an older control plane. */
+      readonly node?: string | null;
+      readonly evicted?: boolean;
+    })[];
     /**
      * Which versions run and why (stable, policy variants with their weight, shadows, staged,
      * warm with its time; none: on their way out), each with its ready replicas. Always
@@ -138,6 +146,7 @@ export class EndpointService {
     const autoscale = deployAutoscale(name, request);
     const replicas = request.replicas ?? (autoscale === null ? 1 : autoscale.startReplicas);
     const config = completeEndpointConfig(request.config ?? {}, autoscale?.policy);
+    checkDeployPlacement(name, config, version.sizeBytes, this.reconciler.placer);
     // Replacing the stable version is refused while a rollout or experiment runs on it;
     // a deploy of the same version (new replicas, new settings) is not.
     const existing = await this.registry.store.getEndpoint(name);
@@ -341,7 +350,21 @@ export class EndpointService {
         maxConcurrency: route?.maxConcurrency ?? null,
         maxConcurrencySource: route?.maxConcurrencySource ?? null,
         replicas: replicas.map(
-          ({ id, version, state, url, pid, restarts, reason: why, lastFailure, restartAt }) => ({
+          ({
+            id,
+            version,
+            state,
+            url,
+            pid,
+            restarts,
+            reason: why,
+            lastFailure,
+            restartAt,
+            node,
+            evicted,
+          }) => ({
+            node,
+            evicted,
             id,
             version,
             state,
@@ -374,6 +397,9 @@ export function whyNotReady(current: readonly ReplicaStatus[], nowMs: number): s
       : ` (next start in ${Math.max(0, Math.ceil((at - nowMs) / 1000))} s)`;
     return `replica ${failing.id} failed: ${why}${next}`;
   }
+  // Placement found no node for it yet (issue 14): never a silent pending.
+  const pending = current.find(unplaced);
+  if (pending !== undefined) return `replica ${pending.id} pending: ${pending.reason ?? ''}`;
   for (const { id, lastFailure } of current) {
     if (lastFailure !== null)
       return `starting (last failure: replica ${id}: ${lastFailure.reason})`;
@@ -383,7 +409,21 @@ export function whyNotReady(current: readonly ReplicaStatus[], nowMs: number): s
 
 /** Starting, but its worker has already reported a failure (it exits next). */
 function failingNow(replica: ReplicaStatus): boolean {
-  return replica.state === 'starting' && replica.reason !== null && replica.lastFailure === null;
+  return (
+    replica.state === 'starting' &&
+    replica.reason !== null &&
+    replica.lastFailure === null &&
+    !unplaced(replica)
+  );
+}
+
+/** Waiting for a node: not started, with placement's reason. */
+function unplaced(replica: ReplicaStatus): boolean {
+  return (
+    replica.state === 'starting' &&
+    replica.pid === null &&
+    replica.reason?.startsWith('unschedulable: ') === true
+  );
 }
 
 /**

@@ -38,6 +38,8 @@ import {
 } from './replica-plan.ts';
 import { RoutingTable } from './routing-table.ts';
 import { scaledEndpoint } from './autoscale/scaled-endpoint.ts';
+import type { Placer } from './placement/placer.ts';
+import type { ReplicaPlacement } from '../placement/placement.ts';
 import { workerRevision, workerServingSettings } from './serving-defaults.ts';
 import {
   defaultMaxBodyBytes,
@@ -90,6 +92,10 @@ export interface ReplicaStatus {
   readonly lastFailure: ReplicaFailure | null;
   /** When a failed replica starts again (ISO 8601); null when not failed or not yet known. */
   readonly restartAt: string | null;
+  /** The inventory node placement gave it (null: not placed, or no placement). */
+  readonly node: string | null;
+  /** Its node was reclaimed: it serves until its replacement is ready, then stops. */
+  readonly evicted: boolean;
 }
 
 export interface ReplicaFailure {
@@ -133,6 +139,10 @@ interface Replica {
   launchedAtMs: number;
   /** Its current launch was an earlier platform's (adopted): no start time to measure. */
   adopted: boolean;
+  /** Placement found no node for it: it waits, not started, and is tried every pass. */
+  unplaced: boolean;
+  /** Its node was reclaimed (replica-plan.ts: replaced in its slot, then stopped). */
+  evicted: boolean;
 }
 
 /** The last part of a replica id: which start of its platform it was (0 if none). */
@@ -161,6 +171,8 @@ function newReplica(
     launch: 0,
     launchedAtMs: 0,
     adopted: false,
+    unplaced: false,
+    evicted: false,
   };
 }
 
@@ -185,6 +197,8 @@ export interface ReconcilerOptions {
    * Default 10 minutes.
    */
   readonly startTimeoutMs?: number;
+  /** Picks a node (and devices) for each replica it starts (issue 14); absent: no placement. */
+  readonly placer?: Placer;
 }
 
 export class Reconciler {
@@ -220,6 +234,10 @@ export class Reconciler {
   private firstPassDone!: () => void;
   /** Told when a replica this platform launched is ready, and how long its start took. */
   private readonly readyListeners: ((endpoint: string, startMs: number) => void)[] = [];
+
+  get placer(): Placer | null {
+    return this.options.placer ?? null;
+  }
 
   constructor(private readonly options: ReconcilerOptions) {
     this.routing = new RoutingTable(
@@ -274,6 +292,8 @@ export class Reconciler {
       replica.launchedAtMs = this.options.clock.now();
       replica.adopted = true;
       this.replicas.set(replica.id, replica);
+      if (launch.placement !== undefined)
+        this.options.placer?.adopt(replica.id, replica.endpoint, launch.placement);
       settled.push(
         new Promise<void>((resolve) => {
           replica.handle = survivor.adopt((event) => {
@@ -375,6 +395,8 @@ export class Reconciler {
           r.state === 'failed' && r.restartAtMs !== null && Number.isFinite(r.restartAtMs)
             ? new Date(r.restartAtMs).toISOString()
             : null,
+        node: this.options.placer?.nodeOf(r.id) ?? null,
+        evicted: r.evicted,
       }));
   }
 
@@ -453,6 +475,7 @@ export class Reconciler {
     for (const replica of this.replicas.values())
       await this.learnVersion(replica.model, replica.version);
     this.stopHungStarts();
+    await this.launchUnplaced();
     const actions = planReplicas(
       desired.map(({ versions: _routing, ...plan }) => plan),
       [...this.replicas.values()],
@@ -549,6 +572,7 @@ export class Reconciler {
         const handle = replica.handle;
         if (handle === null) {
           this.replicas.delete(replica.id);
+          this.options.placer?.release(replica.id);
           return;
         }
         // Zero-loss stop, in the background of the loop: the replica is already out of the
@@ -584,6 +608,8 @@ export class Reconciler {
     replica.url = null;
     replica.socketPath = null;
     const serving = workerServingSettings(version.format, endpoint.config);
+    const placement = this.placeReplica(replica, endpoint, version.sizeBytes);
+    if (placement === null) return;
     replica.launch += 1;
     replica.launchedAtMs = this.options.clock.now();
     replica.adopted = false;
@@ -606,6 +632,7 @@ export class Reconciler {
           batching: serving.batching,
           defaultTimeoutMs: serving.defaultTimeoutMs,
           ...(serving.llm === null ? {} : { llm: serving.llm }),
+          ...(placement === undefined ? {} : { placement }),
         },
         (event) => {
           if (replica.launch === launch) this.onReplicaEvent(replica, event);
@@ -618,6 +645,63 @@ export class Reconciler {
     }
   }
 
+  /**
+   * A node for the replica (undefined: no placement here). None free now: the replica stays
+   * `starting`, not launched, with placement's reason ("unschedulable: needs X, largest free
+   * Y") where `kiln endpoints show` sees it, and is tried again every pass (null).
+   */
+  private placeReplica(
+    replica: Replica,
+    endpoint: EndpointRecord,
+    artifactBytes: number,
+  ): ReplicaPlacement | undefined | null {
+    const placer = this.options.placer;
+    if (placer === undefined) return undefined;
+    // A replacement for a replica of a reclaimed node: on-demand first.
+    const replacing = [...this.replicas.values()].some(
+      (r) =>
+        r.evicted &&
+        r.endpoint === replica.endpoint &&
+        r.revision === replica.revision &&
+        r.slot === replica.slot,
+    );
+    const result = placer.place(replica.id, endpoint, artifactBytes, replacing);
+    if (result.ok) {
+      replica.unplaced = false;
+      return result.placement;
+    }
+    replica.unplaced = true;
+    replica.state = 'starting';
+    replica.handle = null;
+    replica.reason = `unschedulable: ${result.reason}`;
+    return null;
+  }
+
+  /** Replicas placement found no node for: tried again (a replica stopped may have made room). */
+  private async launchUnplaced(): Promise<void> {
+    for (const replica of [...this.replicas.values()]) {
+      if (!replica.unplaced || replica.state !== 'starting' || replica.handle !== null) continue;
+      const endpoint = this.endpoints.find((e) => e.name === replica.endpoint);
+      if (endpoint !== undefined) await this.launch(replica, endpoint);
+    }
+  }
+
+  /**
+   * Takes a node away (a spot reclaim, a drain): nothing new is placed on it, and each replica
+   * on it is replaced on another node before it stops (replica-plan.ts: evicted). Returns them.
+   */
+  reclaimNode(node: string): string[] {
+    const placer = this.options.placer;
+    if (placer === undefined) return [];
+    const ids = placer.reclaim(node);
+    for (const id of ids) {
+      const replica = this.replicas.get(id);
+      if (replica !== undefined && replica.state !== 'stopping') replica.evicted = true;
+    }
+    void this.trigger();
+    return ids;
+  }
+
   /** Stops replicas still starting past the start timeout; the plan restarts them. */
   private stopHungStarts(): void {
     const limit = this.options.startTimeoutMs ?? 600_000;
@@ -628,10 +712,13 @@ export class Reconciler {
       if (now - replica.launchedAtMs < limit) continue;
       replica.launch += 1; // what the hung launch still reports is stale now
       const stale = replica.launch;
-      this.markFailed(replica, `the worker was not ready within ${Math.round(limit / 1000)} s`);
+      const reason = `the worker was not ready within ${Math.round(limit / 1000)} s`;
+      // Its node and devices stay held until the hung worker is gone.
+      this.markFailed(replica, reason, null, { holdPlacement: true });
       // Not restarted before the hung worker is gone: the next launch uses its folder.
       replica.restartAtMs = Number.POSITIVE_INFINITY;
       void handle.stop(5_000).finally(() => {
+        if (replica.launch === stale) this.options.placer?.release(replica.id);
         if (replica.launch !== stale || replica.state !== 'failed') return;
         replica.restartAtMs = this.options.clock.now() + this.backoffMs(replica, 'crash');
         void this.trigger();
@@ -640,7 +727,12 @@ export class Reconciler {
   }
 
   /** `code`: the error code reported with the failure; null for a crash. */
-  private markFailed(replica: Replica, reason: string, code: string | null = null): void {
+  private markFailed(
+    replica: Replica,
+    reason: string,
+    code: string | null = null,
+    options: { readonly holdPlacement?: boolean } = {},
+  ): void {
     const now = this.options.clock.now();
     const kind = failureKind(code);
     // Ready a good while: a new failure, not one more of a loop.
@@ -655,6 +747,8 @@ export class Reconciler {
     replica.socketPath = null;
     replica.handle = null;
     replica.restartAtMs = now + this.backoffMs(replica, kind);
+    // Its process is gone: its node and devices are free for others (placed again at restart).
+    if (options.holdPlacement !== true) this.options.placer?.release(replica.id);
   }
 
   private backoffMs(replica: Replica, kind: FailureKind): number {
@@ -689,7 +783,10 @@ export class Reconciler {
         return;
       case 'exited':
         if (replica.state === 'stopping') {
-          if (this.replicas.get(replica.id) === replica) this.replicas.delete(replica.id);
+          if (this.replicas.get(replica.id) === replica) {
+            this.replicas.delete(replica.id);
+            this.options.placer?.release(replica.id);
+          }
         } else {
           const how =
             event.signal === null ? `code ${event.code ?? '?'}` : `signal ${event.signal}`;

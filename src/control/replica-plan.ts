@@ -23,6 +23,11 @@
 // is wanted until its `untilMs`, after which it is just another revision: stopped once every
 // slot of R is ready. Revisions are told apart by their name (model, version, worker config),
 // so slot k of each revision is its own place.
+//
+// Placement (issue 14): a replica whose node is taken away (a spot reclaim, a drain) is
+// `evicted`. It keeps serving while a replacement starts in its slot (a surge, on another
+// node); once that replacement is ready the evicted one stops (reason `evicted`): no request
+// is lost to the reclaim. An evicted replica that is not serving (failed) stops at once.
 
 export type ReplicaState = 'starting' | 'ready' | 'failed' | 'stopping';
 
@@ -56,6 +61,8 @@ export interface ObservedReplica {
   readonly restarts: number;
   /** When a failed replica may be started again. */
   readonly restartAtMs: number | null;
+  /** Its node is going away: replaced in its slot, then stopped (placement, issue 14). */
+  readonly evicted?: boolean;
 }
 
 export type ReplicaAction =
@@ -70,7 +77,7 @@ export type ReplicaAction =
   | {
       readonly kind: 'stop';
       readonly replicaId: string;
-      readonly reason: 'scale-down' | 'replaced' | 'endpoint-deleted';
+      readonly reason: 'scale-down' | 'replaced' | 'endpoint-deleted' | 'evicted';
     };
 
 /**
@@ -146,8 +153,10 @@ export function planReplicas(
     const wanted = wantedRevisions(endpoint, nowMs);
     for (const { version, revision } of wanted.values()) {
       const current = mine.filter((r) => r.revision === revision);
+      // An evicted replica holds its slot only until its replacement is ready.
+      const staying = current.filter((r) => r.evicted !== true);
       for (let slot = 0; slot < endpoint.replicas; slot++) {
-        const holder = current.find((r) => r.slot === slot);
+        const holder = staying.find((r) => r.slot === slot);
         if (holder === undefined) {
           actions.push({ kind: 'start', endpoint: endpoint.name, version, revision, slot });
         } else if (
@@ -161,11 +170,19 @@ export function planReplicas(
       for (const replica of current) {
         if (replica.slot >= endpoint.replicas) {
           actions.push({ kind: 'stop', replicaId: replica.id, reason: 'scale-down' });
+        } else if (replica.evicted === true) {
+          const successor = staying.find((r) => r.slot === replica.slot);
+          if (replica.state !== 'ready' || successor?.state === 'ready')
+            actions.push({ kind: 'stop', replicaId: replica.id, reason: 'evicted' });
         }
       }
     }
     const readyCurrent = mine.filter(
-      (r) => r.revision === endpoint.revision && r.state === 'ready' && r.slot < endpoint.replicas,
+      (r) =>
+        r.revision === endpoint.revision &&
+        r.state === 'ready' &&
+        r.slot < endpoint.replicas &&
+        r.evicted !== true,
     ).length;
     if (readyCurrent >= endpoint.replicas) {
       for (const replica of mine) {

@@ -24,6 +24,8 @@ import { EndpointService } from './endpoints.ts';
 import { GatewayProcess } from './gateway-process.ts';
 import { lockHome } from './home-lock.ts';
 import { Reconciler } from './reconciler.ts';
+import { loadInventory } from './placement/load-inventory.ts';
+import { Placer } from './placement/placer.ts';
 import { httpGoldenRunner } from './traffic/golden-check.ts';
 import { RolloutController } from './traffic/rollout-controller.ts';
 import { TrafficService, trafficOptionsFromEnv } from './traffic/traffic-service.ts';
@@ -57,6 +59,11 @@ export interface PlatformOptions {
   readonly detached?: boolean;
   readonly logger?: boolean;
   readonly clock?: Clock;
+  /**
+   * The inventory file replicas are placed on (issue 14; `kiln up --inventory`); absent:
+   * `<home>/inventory.json`, else this machine as one node.
+   */
+  readonly inventory?: string;
 }
 
 export interface RunningPlatform {
@@ -85,6 +92,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   // Before anything is opened: a bad setting refuses the start and leaves nothing held.
   const trafficOptions = trafficOptionsFromEnv(process.env);
   await mkdir(home, { recursive: true });
+  const placer = new Placer(await loadInventory(home, options.inventory));
   const apiOnly = options.apiOnly === true;
   const lock = apiOnly ? null : lockHome(home);
   let store: SqliteStore;
@@ -116,6 +124,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     auth: options.dev ? 'dev' : 'api-keys',
     // With a gateway, a replica is stopped only once the gateway holds a snapshot without it.
     gatewayAcks: options.gateway !== false && !apiOnly,
+    placer,
   });
   let gatewayUrl = '';
   const traffic = new TrafficService(registry, reconciler, clock, trafficOptions);

@@ -42,11 +42,15 @@ export interface Inventory {
   readonly headroom?: number;
 }
 
-/** What one replica of an endpoint needs (the endpoint's `config.resources`). */
+/**
+ * What one replica of an endpoint needs (the endpoint's `config.resources`). An endpoint
+ * without `resources` asks nothing (best effort, like a Kubernetes pod without requests): it
+ * is given a node but never refused one; the defaults below apply once `resources` is given.
+ */
 export interface ResourceRequest {
-  /** CPU cores (fractions allowed). Default: the worker's threads, else 1. */
+  /** CPU cores (fractions allowed). Default 1. */
   readonly cpu?: number;
-  /** Default: estimated from the model's artifact size (× 2, at least 0.25). */
+  /** GiB. Default: estimated from the model's artifact size (× 2, at least 0.25). */
   readonly memoryGiB?: number;
   readonly accelerator?: AcceleratorRequest;
   /** 'spot' | 'on-demand' | 'any' (default: 'any', spot preferred when both fit). */

@@ -36,6 +36,8 @@ const declared: Readonly<Record<string, Need>> = {
   'GET /api/v1/policy': 'read',
   'PUT /api/v1/policy/signing': 'admin',
   'POST /api/v1/gc': 'admin',
+  'GET /api/v1/placement': 'read',
+  'POST /api/v1/placement/nodes/:node/reclaim': 'admin',
   'GET /api/v1/teams/limits': 'read',
   'PUT /api/v1/teams/:team/limits': 'admin',
   'DELETE /api/v1/teams/:team/limits': 'admin',

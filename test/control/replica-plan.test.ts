@@ -387,3 +387,57 @@ test('property: with kept revisions, each endpoint converges to N replicas of ea
     }
   }
 });
+
+test('an evicted replica serves until the replacement in its slot is ready, then stops', () => {
+  const endpoint = want('e', 1, 2);
+  // Evicted: a surge replacement starts in its slot; it keeps serving meanwhile.
+  assert.deepEqual(
+    planReplicas(
+      [endpoint],
+      [replica({ id: 'a', slot: 0, evicted: true }), replica({ id: 'b', slot: 1 })],
+      0,
+    ),
+    [{ kind: 'start', endpoint: 'e', version: 1, revision: 'v1', slot: 0 }],
+  );
+  // Replacement starting: nothing to do (the evicted one is not stopped).
+  assert.deepEqual(
+    planReplicas(
+      [endpoint],
+      [
+        replica({ id: 'a', slot: 0, evicted: true }),
+        replica({ id: 'a2', slot: 0, state: 'starting' }),
+        replica({ id: 'b', slot: 1 }),
+      ],
+      0,
+    ),
+    [],
+  );
+  // Replacement ready: the evicted one stops.
+  assert.deepEqual(
+    planReplicas(
+      [endpoint],
+      [
+        replica({ id: 'a', slot: 0, evicted: true }),
+        replica({ id: 'a2', slot: 0 }),
+        replica({ id: 'b', slot: 1 }),
+      ],
+      0,
+    ),
+    [{ kind: 'stop', replicaId: 'a', reason: 'evicted' }],
+  );
+  // An evicted replica that is not serving stops at once, beside its replacement's start.
+  assert.deepEqual(
+    planReplicas(
+      [endpoint],
+      [
+        replica({ id: 'a', slot: 0, evicted: true, state: 'failed' }),
+        replica({ id: 'b', slot: 1 }),
+      ],
+      0,
+    ),
+    [
+      { kind: 'start', endpoint: 'e', version: 1, revision: 'v1', slot: 0 },
+      { kind: 'stop', replicaId: 'a', reason: 'evicted' },
+    ],
+  );
+});

@@ -16,7 +16,14 @@ export interface TestPlatform extends RunningPlatform {
 }
 
 export async function testPlatform(
-  options: { maxUploadBytes?: number; gateway?: boolean; dev?: boolean; clock?: Clock } = {},
+  options: {
+    maxUploadBytes?: number;
+    gateway?: boolean;
+    dev?: boolean;
+    clock?: Clock;
+    /** An inventory file (placement, issue 14). */
+    inventory?: string;
+  } = {},
 ): Promise<TestPlatform> {
   const home = await mkdtemp(join(tmpdir(), 'kiln-home-'));
   const platform = await startPlatform({

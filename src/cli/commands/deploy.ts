@@ -38,6 +38,11 @@ import { withClient } from '../context.ts';
 import { CliError, usageError } from '../errors.ts';
 import { apiPath, type KilnClient } from '../http-client.ts';
 import { addLlmOptions, llmSettings, type LlmFlags } from './deploy-llm-flags.ts';
+import {
+  addResourceOptions,
+  resourceRequest,
+  type ResourceFlags,
+} from './deploy-resource-flags.ts';
 import { parseDurationSeconds } from './tokens.ts';
 import { printJson, writeOut } from '../output.ts';
 import { deploySummary, notReadyReason, readinessText } from './endpoints-render.ts';
@@ -53,7 +58,7 @@ import {
 import { rolloutText } from './rollout-render.ts';
 import { positiveNumberOption } from './autoscale.ts';
 
-export interface DeployOptions extends LlmFlags, RolloutFlags {
+export interface DeployOptions extends LlmFlags, RolloutFlags, ResourceFlags {
   readonly endpoint: string;
   /** replace (default): the endpoint's version is swapped whole; else a rollout. */
   readonly strategy?: 'replace' | 'canary' | 'blue-green';
@@ -156,7 +161,7 @@ export function registerDeployCommand(program: Command): void {
       .choices(['replace', 'canary', 'blue-green'])
       .default('replace'),
   );
-  addRolloutOptions(addLlmOptions(deploy))
+  addResourceOptions(addRolloutOptions(addLlmOptions(deploy)))
     .option(
       '--warm-grace <duration>',
       "keep the replaced version running this long for an instant rollback, e.g. 30m, or 0 (default: the platform's, 10m)",
@@ -381,6 +386,8 @@ export function deployBody(
   if (options.scaleSignal !== undefined) autoscale.signal = options.scaleSignal;
   if (options.scaleTarget !== undefined) autoscale.target = options.scaleTarget;
   if (Object.keys(autoscale).length > 0) config.autoscale = autoscale;
+  const resources = resourceRequest(options);
+  if (resources !== null) config.resources = resources;
   return body;
 }
 

@@ -42,6 +42,8 @@ export function endpointDetails(endpoint: Endpoint): string {
     ['updated', shortTime(endpoint.updatedAt)],
   ]);
   if (status.replicas.length > 0) {
+    // The node column only where placement named one (issue 14).
+    const placed = status.replicas.some((r) => r.node !== undefined && r.node !== null);
     text +=
       '\nReplicas\n' +
       renderTable(
@@ -49,11 +51,20 @@ export function endpointDetails(endpoint: Endpoint): string {
           'id',
           { header: 'version', align: 'right' },
           'state',
+          ...(placed ? ['node'] : []),
           { header: 'pid', align: 'right' },
           { header: 'restarts', align: 'right' },
           'reason',
         ],
-        status.replicas.map((r) => [r.id, r.version, r.state, r.pid, r.restarts, r.reason]),
+        status.replicas.map((r) => [
+          r.id,
+          r.version,
+          r.evicted === true ? `${r.state} (evicted)` : r.state,
+          ...(placed ? [r.node ?? null] : []),
+          r.pid,
+          r.restarts,
+          r.reason,
+        ]),
       );
   }
   // Several versions run only with traffic management (policy, shadows, staged, warm).

@@ -26,6 +26,7 @@ interface UpOptions {
   readonly demo?: boolean;
   readonly apiOnly?: boolean;
   readonly maxUploadBytes?: number;
+  readonly inventory?: string;
 }
 
 export function registerUpCommand(program: Command): void {
@@ -54,6 +55,10 @@ export function registerUpCommand(program: Command): void {
       'largest accepted blob upload (default: $KILN_MAX_UPLOAD_BYTES or the server default)',
       integerOption(1),
     )
+    .option(
+      '--inventory <file>',
+      'the nodes replicas are placed on (JSON; default: <home>/inventory.json, else this machine)',
+    )
     .action(async (options: UpOptions, command: Command) => {
       for (const port of [options.port, options.gatewayPort]) {
         if (port > 65535) throw usageError(`invalid port ${port}: expected 0–65535`);
@@ -81,6 +86,7 @@ export function registerUpCommand(program: Command): void {
           // stops them). Ctrl-C / SIGTERM still stop everything.
           detached: true,
           ...(maxUploadBytes === undefined ? {} : { maxUploadBytes }),
+          ...(options.inventory === undefined ? {} : { inventory: options.inventory }),
         });
       } catch (error) {
         throw startError(error, options.host, options.port);

@@ -16,6 +16,7 @@ import { registerServingRoutes } from './routes-serving.ts';
 import { registerTrafficRoutes } from './routes-traffic.ts';
 import { registerScalingRoutes } from './routes-scaling.ts';
 import { registerExperimentRoutes } from './routes-experiments.ts';
+import { registerPlacementRoutes } from './routes-placement.ts';
 import { ExperimentService } from '../traffic/experiments.ts';
 import type { EndpointService } from '../endpoints.ts';
 import type { Reconciler } from '../reconciler.ts';
@@ -86,6 +87,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     const { endpoints, reconciler } = options.serving;
     registerServingRoutes(app, options.registry.store, endpoints, reconciler);
     registerTrafficRoutes(app, options.registry.store, endpoints.traffic);
+    registerPlacementRoutes(app, reconciler);
     const traffic = endpoints.traffic;
     const experiments = new ExperimentService(
       options.registry.store,

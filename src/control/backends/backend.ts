@@ -4,6 +4,7 @@
 
 import type { ModelSchema } from '../../core/tensor.ts';
 import type { WorkerSpec } from '../../worker/worker-spec.ts';
+import type { ReplicaPlacement } from '../../placement/placement.ts';
 
 /** A worker spec without the parts the backend chooses (where it listens, its folder). */
 export type ReplicaLaunch = Omit<WorkerSpec, 'host' | 'port' | 'workDir' | 'channelSocket'> & {
@@ -13,6 +14,11 @@ export type ReplicaLaunch = Omit<WorkerSpec, 'host' | 'port' | 'workDir' | 'chan
    */
   readonly revision: string;
   readonly slot: number;
+  /**
+   * The node and devices placement gave it (issue 14): the worker's environment names them,
+   * and a platform adopting the replica knows what it holds. Absent: not placed.
+   */
+  readonly placement?: ReplicaPlacement;
 };
 
 export type ReplicaEvent =

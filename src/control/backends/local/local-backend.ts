@@ -31,6 +31,7 @@ import type {
   SurvivingReplica,
 } from '../backend.ts';
 import { findSurvivors, type LocalSurvivor } from './surviving-replica.ts';
+import { placementEnv } from '../../placement/placement-env.ts';
 
 const workerEntry = fileURLToPath(new URL('../../../worker/main.ts', import.meta.url));
 
@@ -94,7 +95,11 @@ export class LocalBackend implements Backend {
       child = spawn(process.execPath, ['--import', 'tsx', workerEntry, '--spec', specPath], {
         detached,
         stdio: [detached ? 'ignore' : 'pipe', 'pipe', logFd ?? 'pipe'],
-        env: { ...process.env, KILN_REPLICA_ID: launch.replicaId },
+        env: {
+          ...process.env,
+          KILN_REPLICA_ID: launch.replicaId,
+          ...placementEnv(launch.placement),
+        },
       });
     } finally {
       if (logFd !== null) closeSync(logFd);
