@@ -11,30 +11,22 @@
 // kind 'hpa': an HpaPolicy (resolveHpaPolicy), run by the HPA-like HpaBaseline.
 // `instanceType` (default: the model's default) picks the start-up time and price;
 // `initialReplicas` (default max(1, minReplicas)) is the count running when the trace starts.
+// A Kiln policy with `predictive` learns a demand profile from the simulated demand as it
+// goes (profile-forecaster.ts): on a week-long trace, day 1 teaches day 2.
 
 import { resolveAutoscalePolicy } from '../autoscale/autoscale-policy.ts';
 import { Autoscaler } from '../autoscale/autoscaler.ts';
 import { HpaBaseline, resolveHpaPolicy } from '../autoscale/hpa-baseline.ts';
-import type { AutoscalePolicy } from '../autoscale/autoscale-policy.ts';
-import type { SimulatedForecaster, SimulatedPolicy } from './simulate.ts';
+import { ProfileForecaster } from './profile-forecaster.ts';
+import type { SimulatedPolicy } from './simulate.ts';
 
 export type PolicyFileCheck =
   | { readonly ok: true; readonly policy: SimulatedPolicy }
   | { readonly ok: false; readonly reason: string };
 
-/**
- * Makes the forecaster of a Kiln policy with `predictive` set (the simulated demand history
- * → the predicted signal); absent, predictive policies run reactive only, as on a platform
- * without history.
- */
-export type ForecasterFactory = (policy: AutoscalePolicy) => SimulatedForecaster;
-
 const fields = ['name', 'kind', 'policy', 'instanceType', 'initialReplicas'];
 
-export function policyFromFile(
-  input: unknown,
-  options: { readonly forecasterFor?: ForecasterFactory } = {},
-): PolicyFileCheck {
+export function policyFromFile(input: unknown): PolicyFileCheck {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     return fail('a policy file must be a JSON object {name, kind, policy}');
   }
@@ -66,7 +58,6 @@ export function policyFromFile(
       const check = resolveAutoscalePolicy(file.policy);
       if (!check.ok) return fail(`policy ${name}: ${check.reason}`);
       const policy = check.policy;
-      const forecasterFor = options.forecasterFor;
       return {
         ok: true,
         policy: {
@@ -76,9 +67,13 @@ export function policyFromFile(
           // The controller's wake: max(1, minReplicas) at once, no zero within idleMs after.
           wakeReplicas: Math.max(1, policy.minReplicas),
           wakeHoldMs: policy.scaleToZero?.idleMs ?? 0,
-          ...(policy.predictive !== undefined && forecasterFor !== undefined
-            ? { createForecaster: () => forecasterFor(policy) }
-            : {}),
+          // Predictive: learns the simulated demand as the controller learns the stored one.
+          ...(policy.predictive === undefined
+            ? {}
+            : {
+                createForecaster: ({ startupMs }: { startupMs: number }) =>
+                  new ProfileForecaster(policy, startupMs),
+              }),
         },
       };
     }

@@ -28,7 +28,7 @@ import { kilnError } from '../core/errors.ts';
 import { createRandom, type Random } from '../core/random.ts';
 import type { DemandForecast, ScalingPolicyRunner } from '../autoscale/autoscaler.ts';
 import type { ScaleSample } from '../autoscale/scale-signals.ts';
-import type { DemandRow } from '../store/scaling-records.ts';
+import type { DemandPoint } from '../autoscale/demand-profile.ts';
 import { HistogramSketch } from '../traffic/histogram-sketch.ts';
 import { ReplicaCluster } from './replica-cluster.ts';
 import { serviceTimeSampler, type ServiceTimeSampler } from './service-time.ts';
@@ -38,7 +38,7 @@ import type { Trace } from './trace.ts';
 
 /** A finished minute of demand goes in; the predicted signal at now + start-up comes out. */
 export interface SimulatedForecaster {
-  learn(row: DemandRow): void;
+  learn(row: DemandPoint): void;
   forecast(nowMs: number): DemandForecast | undefined;
 }
 
@@ -60,8 +60,11 @@ export interface SimulatedPolicy {
    * that woke it may not be in a report yet). Default 0; a Kiln policy's scaleToZero.idleMs.
    */
   readonly wakeHoldMs?: number;
-  /** For a policy with predictive scaling: learns from the simulated demand as it goes. */
-  readonly createForecaster?: () => SimulatedForecaster;
+  /**
+   * For a policy with predictive scaling: learns from the simulated demand as it goes;
+   * `startupMs` is the instance type's (how far ahead to look).
+   */
+  readonly createForecaster?: (context: { readonly startupMs: number }) => SimulatedForecaster;
 }
 
 export interface SimulationOptions {
@@ -76,9 +79,6 @@ export interface SimulationOptions {
 
 export const defaultSimulationStartMs = Date.UTC(2026, 10, 23); // a Monday, 00:00 UTC
 const tickMs = 1000;
-/** The endpoint name on the demand rows the simulator hands to forecasters. */
-const simulatedEndpoint = 'simulated';
-const emptySketch = new HistogramSketch().snapshot();
 
 export function simulate(options: SimulationOptions): SimulationReport {
   const { model, trace } = options;
@@ -165,7 +165,7 @@ function runPolicy(
   const arrivals = new ArrivalStream(trace, createRandom(seed));
   const serviceRandom = createRandom((seed ^ 0x9e3779b9) >>> 0);
   const runner = policy.createRunner();
-  const forecaster = policy.createForecaster?.();
+  const forecaster = policy.createForecaster?.({ startupMs: instance.startupMs });
 
   const latency = new HistogramSketch();
   let answered = 0;
@@ -341,14 +341,11 @@ function emptyMinute(startMs: number): Minute {
   return { startMs, arrivals: 0, concurrencySeconds: 0, seconds: 0 };
 }
 
-function demandRow(minute: Minute): DemandRow {
+function demandRow(minute: Minute): DemandPoint {
   return {
-    endpoint: simulatedEndpoint,
     minuteStart: new Date(minute.startMs - (minute.startMs % 60_000)).toISOString(),
     arrivals: minute.arrivals,
     concurrencySeconds: minute.concurrencySeconds,
-    seconds: minute.seconds,
-    latencyMs: emptySketch,
   };
 }
 

@@ -102,3 +102,42 @@ test('on a 10× spike Kiln (panic mode) keeps more requests within the SLO than 
   assert.ok((kiln.timeline.replicas.at(-1) ?? 99) < kiln.maxReplicas);
   assert.ok((hpa.timeline.replicas.at(-1) ?? 99) < hpa.maxReplicas);
 });
+
+test('a predictive Kiln policy raises replicas before the learned daily peak, by the start-up time', () => {
+  // Two days: 1 rps, and 30 rps from 12:00 to 13:00. Replicas take 5 minutes to start.
+  const rows: [number, number][] = [];
+  for (const day of [0, 1]) {
+    rows.push([day * 86_400, 1], [day * 86_400 + 12 * 3600, 30], [day * 86_400 + 13 * 3600, 1]);
+  }
+  rows.push([2 * 86_400, 0]);
+  const base = { minReplicas: 1, maxReplicas: 40, signal: 'concurrency', target: 0.7 };
+  const policies = [
+    { name: 'predictive', kind: 'kiln', policy: { ...base, predictive: { bucketMs: 600_000 } } },
+    { name: 'reactive', kind: 'kiln', policy: base },
+  ].map((file) => {
+    const check = policyFromFile(file);
+    assert.ok(check.ok, check.ok ? '' : check.reason);
+    return check.policy;
+  });
+  assert.ok(policies[0]?.createForecaster !== undefined);
+  const report = simulate({
+    trace: traceOf(rows),
+    model: modelOf({ kind: 'exponential', meanMs: 100 }, { startupMs: 300_000 }),
+    sloMs: 500,
+    timelinePoints: 2 * 1440, // one point a minute
+    policies,
+  });
+  const [predictive, reactive] = report.policies;
+  assert.ok(predictive !== undefined && reactive !== undefined);
+  const minute = (day: number, hour: number, min: number): number => day * 1440 + hour * 60 + min;
+  // Day 1 has no history: both react only, at the peak.
+  assert.equal(predictive.timeline.replicas[minute(0, 11, 57)], 1);
+  // Day 2: the predictive policy asks for the peak's replicas 5 minutes ahead (the window
+  // [now, now + 5 min] reaches the 12:00 bucket from 11:55) and they are ready at 12:00.
+  assert.equal(predictive.timeline.replicas[minute(1, 11, 50)], 1);
+  const ahead = predictive.timeline.replicas[minute(1, 11, 56)] ?? 0;
+  assert.ok(ahead >= 4, `predictive wants ${ahead} at 11:56`);
+  assert.ok((predictive.timeline.readyReplicas[minute(1, 12, 1)] ?? 0) >= 4);
+  assert.equal(reactive.timeline.replicas[minute(1, 11, 56)], 1);
+  assert.ok(predictive.sloAttainment > reactive.sloAttainment);
+});
