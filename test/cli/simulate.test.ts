@@ -10,6 +10,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ScaleStatus } from '../../src/control/autoscale/autoscale-controller.ts';
 import { HistogramSketch } from '../../src/traffic/histogram-sketch.ts';
 import { Cli } from './cli-harness.ts';
 
@@ -149,15 +150,33 @@ test('--endpoint draws service times from the measured latency sketch and start-
   const server = createServer((request: IncomingMessage, response) => {
     seen.push(`${request.method} ${request.url}`);
     response.setHeader('content-type', 'application/json');
-    response.end(
-      JSON.stringify({
-        endpoint: 'fraud',
-        startup: { measuredP90Ms: 1500, samples: 4, usedMs: 1500 },
-        latencyMs: measured
-          ? { count: 1000, p50: 40, sketch: sketch.snapshot() }
-          : { count: 0, sketch: new HistogramSketch().snapshot() },
-      }),
-    );
+    const empty = new HistogramSketch().snapshot();
+    // The fields `kiln simulate --endpoint` reads, typed by the control plane's ScaleStatus:
+    // a change of that contract fails the typecheck here.
+    const body: Pick<ScaleStatus, 'endpoint' | 'startup' | 'latencyMs'> = {
+      endpoint: 'fraud',
+      startup: { measuredP90Ms: 1500, samples: 4, usedMs: 1500 },
+      latencyMs: measured
+        ? {
+            since: '2026-11-23T00:00:00.000Z',
+            count: 1000,
+            p50: 40,
+            p90: 55,
+            p95: 57,
+            p99: 59,
+            sketch: sketch.snapshot(),
+          }
+        : {
+            since: '2026-11-23T00:00:00.000Z',
+            count: 0,
+            p50: null,
+            p90: null,
+            p95: null,
+            p99: null,
+            sketch: empty,
+          },
+    };
+    response.end(JSON.stringify(body));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   try {
