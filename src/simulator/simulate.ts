@@ -13,6 +13,8 @@
 //     options.startAtMs  epoch ms of the trace's t = 0 (day of week for predictive), default
 //                        Monday 2026-11-23T00:00Z
 //     options.timelinePoints  most points per policy timeline (default 720)
+//     options.reportDelayMs   how late the load reaches the policy (default 0; 1000 = the
+//                        controller acting on the previous second's reports)
 //   formatSimulationTable(report) (simulation-table.ts): the side-by-side text table
 //   renderSimulationSvg(report)   (simulation-plot.ts):  the SVG plot
 //
@@ -75,6 +77,11 @@ export interface SimulationOptions {
   readonly seed?: number;
   readonly startAtMs?: number;
   readonly timelinePoints?: number;
+  /**
+   * How old the load the policy sees is (gateway reports and worker load reach the
+   * controller up to a report interval late), rounded to whole seconds. Default 0.
+   */
+  readonly reportDelayMs?: number;
 }
 
 export const defaultSimulationStartMs = Date.UTC(2026, 10, 23); // a Monday, 00:00 UTC
@@ -214,6 +221,8 @@ function runPolicy(
   let arrivalsThisTick = 0;
   let tickIndex = 0;
   let minute = emptyMinute(originMs);
+  const reportDelayTicks = Math.max(0, Math.round((options.reportDelayMs ?? 0) / tickMs));
+  const pendingLoad: ScaleSample[] = [];
 
   const apply = (count: number): void => {
     const next = Math.max(0, Math.round(count));
@@ -229,7 +238,7 @@ function runPolicy(
     replicaMs += areas.replicas;
     readyMs += areas.ready;
     const slots = model.concurrencyPerReplica;
-    const sample: ScaleSample = {
+    const measured: ScaleSample = {
       atMs,
       readyReplicas: cluster.readyReplicas,
       startingReplicas: cluster.startingReplicas,
@@ -241,6 +250,19 @@ function runPolicy(
       accelerator: null,
       custom: {},
     };
+    // Reports arrive late: the policy sees the load measured reportDelayTicks ago, and the
+    // replica counts (which the controller reads from the reconciler) as they are now.
+    pendingLoad.push(measured);
+    const reported = pendingLoad.length > reportDelayTicks ? pendingLoad.shift() : undefined;
+    const sample: ScaleSample =
+      reportDelayTicks === 0
+        ? measured
+        : {
+            ...(reported ?? idleLoad(atMs)),
+            atMs,
+            readyReplicas: cluster.readyReplicas,
+            startingReplicas: cluster.startingReplicas,
+          };
     minute.arrivals += arrivalsThisTick;
     minute.concurrencySeconds += areas.inFlight / 1000;
     minute.seconds += tickMs / 1000;
@@ -327,6 +349,22 @@ function runPolicy(
       options.timelinePoints ?? 720,
       (model.concurrencyPerReplica * 1000) / sampler.meanMs,
     ),
+  };
+}
+
+/** What the policy sees before the first (delayed) report: no demand. */
+function idleLoad(atMs: number): ScaleSample {
+  return {
+    atMs,
+    readyReplicas: 0,
+    startingReplicas: 0,
+    concurrency: 0,
+    qps: 0,
+    held: 0,
+    queueDepth: 0,
+    cpu: 0,
+    accelerator: null,
+    custom: {},
   };
 }
 

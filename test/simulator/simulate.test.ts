@@ -263,3 +263,45 @@ test('bad options are KILN_SIMULATION_INVALID naming the problem', () => {
     /instance type gpu is not in the model \(small\)/,
   );
 });
+
+test('reportDelayMs: the policy sees the load of that many seconds ago, replica counts of now', () => {
+  const seen = (reportDelayMs: number) => {
+    const runners: ToyReactive[] = [];
+    simulate({
+      trace: busyHour,
+      model,
+      sloMs: 100,
+      reportDelayMs,
+      policies: [
+        {
+          name: 'fixed',
+          // A fixed count, so the replicas and requests are the same in both runs.
+          createRunner: () => {
+            const runner = new ToyReactive(1);
+            runners.push(runner);
+            return {
+              observe: (s) => runner.observe(s),
+              decide: () => new FixedReplicas(2).decide(0, 2),
+            };
+          },
+          initialReplicas: 2,
+        },
+      ],
+    });
+    return runners[0]?.samples ?? [];
+  };
+  const now = seen(0);
+  const late = seen(3000);
+  assert.equal(late.length, now.length);
+  assert.deepEqual(late[0], { ...late[0], concurrency: 0, qps: 0, held: 0, readyReplicas: 2 });
+  for (const i of [3, 100, 1500, 3599]) {
+    const delayed = late[i];
+    const source = now[i - 3];
+    assert.ok(delayed !== undefined && source !== undefined);
+    assert.equal(delayed.concurrency, source.concurrency);
+    assert.equal(delayed.qps, source.qps);
+    assert.equal(delayed.cpu, source.cpu);
+    assert.equal(delayed.atMs, now[i]?.atMs);
+    assert.equal(delayed.readyReplicas, now[i]?.readyReplicas);
+  }
+});
