@@ -1,9 +1,11 @@
 // The simulation as a picture a person opens (`kiln simulate --plot out.svg`): one panel per
-// policy, stacked, sharing the time axis. In each panel demand (requests/s, arrivals) and the
-// capacity of the ready replicas (requests/s they can answer) on the left axis, the replica
-// count the policy wanted on the right axis. Capacity under demand is where the SLO is missed.
+// policy, stacked, sharing the time axis. In each panel demand (requests/s, arrivals, a line)
+// and the capacity of the ready replicas (requests/s they can answer, a shaded area) on the
+// left axis, the replica count the policy wanted (dashed) on the right axis. Demand above
+// the shaded area is where requests queue and the SLO is missed.
 //
 //   ┌ policy: SLO met, p99, replica-seconds ───────────────────────┐
+//   │ (replicas share the capacity scale: one replica = its rps)    │
 //   │ rps ┤  demand ──  capacity ──            replicas ── ├ count  │
 //   └──────────────────────── time ─────────────────────────────────┘
 
@@ -21,16 +23,16 @@ export function renderSimulationSvg(report: SimulationReport): string {
       `viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11">`,
     `<rect x="0" y="0" width="${width}" height="${height}" fill="#ffffff"/>`,
   ];
-  // One rps scale and one replica scale for every panel, so panels compare at a glance.
+  // One scale for every panel, so panels compare at a glance: requests/s up to 1.6 × the
+  // peak demand (capacity far above demand is clipped: it is not what the plot is about),
+  // and replicas on the same scale as capacity (one replica = its requests/s), so the
+  // replicas line lies on the capacity line once they are ready and the gap between them
+  // is the start-up time.
   const rpsMax = niceCeiling(
-    Math.max(
-      1,
-      ...report.policies.flatMap((p) => [...p.timeline.demandRps, ...p.timeline.capacityRps]),
-    ),
+    Math.max(1, ...report.policies.flatMap((p) => p.timeline.demandRps)) * 1.6,
   );
-  const replicasMax = niceCeiling(
-    Math.max(1, ...report.policies.flatMap((p) => p.timeline.replicas)),
-  );
+  const rpsPerReplica = (report.concurrencyPerReplica * 1000) / report.meanServiceMs;
+  const replicasMax = rpsMax / rpsPerReplica;
   report.policies.forEach((policy, index) => {
     parts.push(panel(report, policy, index * panelHeight, rpsMax, replicasMax));
   });
@@ -51,12 +53,13 @@ function panel(
   const y1 = top + margin.top;
   const duration = Math.max(1, report.durationSeconds);
   const x = (t: number): number => x0 + (t / duration) * (x1 - x0);
-  const yRps = (v: number): number => y0 - (v / rpsMax) * (y0 - y1);
-  const yReplicas = (v: number): number => y0 - (v / replicasMax) * (y0 - y1);
+  const clip = (y: number): number => Math.max(y1, Math.min(y0, y));
+  const yRps = (v: number): number => clip(y0 - (v / rpsMax) * (y0 - y1));
+  const yReplicas = (v: number): number => clip(y0 - (v / replicasMax) * (y0 - y1));
   const timeline = policy.timeline;
   const step = timeline.bucketSeconds;
-  const line = (values: readonly number[], y: (v: number) => number, color: string): string => {
-    // A step line: each bucket's mean holds across the bucket.
+  // Step lines: each bucket's mean holds across the bucket.
+  const stepPoints = (values: readonly number[], y: (v: number) => number): string[] => {
     const points: string[] = [];
     values.forEach((v, i) => {
       const t = timeline.tSeconds[i] ?? 0;
@@ -65,7 +68,15 @@ function panel(
         `${fmt(x(Math.min(duration, t + step)))},${fmt(y(v))}`,
       );
     });
-    return `<polyline fill="none" stroke="${color}" stroke-width="1.5" points="${points.join(' ')}"/>`;
+    return points;
+  };
+  const line = (values: readonly number[], y: (v: number) => number, style: string): string =>
+    `<polyline fill="none" ${style} points="${stepPoints(values, y).join(' ')}"/>`;
+  // Capacity as a shaded area: demand above it is load the ready replicas cannot answer.
+  const area = (values: readonly number[]): string => {
+    const points = stepPoints(values, yRps);
+    if (points.length > 0) points.push(`${fmt(x(duration))},${fmt(y0)}`, `${fmt(x0)},${fmt(y0)}`);
+    return `<polygon fill="${colors.capacity}" fill-opacity="0.3" stroke="none" points="${points.join(' ')}"/>`;
   };
   const title =
     `${policy.name} (${policy.instanceType}): SLO met ${(policy.sloAttainment * 100).toFixed(3)}%, ` +
@@ -94,30 +105,28 @@ function panel(
   out.push(
     `<text x="${x0 - 44}" y="${fmt((y0 + y1) / 2)}" transform="rotate(-90 ${x0 - 44} ${fmt((y0 + y1) / 2)})" text-anchor="middle">requests/s</text>`,
     `<text x="${x1 + 44}" y="${fmt((y0 + y1) / 2)}" transform="rotate(90 ${x1 + 44} ${fmt((y0 + y1) / 2)})" text-anchor="middle">replicas</text>`,
-    line(timeline.capacityRps, yRps, colors.capacity),
-    line(timeline.demandRps, yRps, colors.demand),
-    line(timeline.replicas, yReplicas, colors.replicas),
-    legend(x1 - 330, top + 18),
+    area(timeline.capacityRps),
+    line(
+      timeline.replicas,
+      yReplicas,
+      `stroke="${colors.replicas}" stroke-width="1.5" stroke-dasharray="5 3"`,
+    ),
+    line(timeline.demandRps, yRps, `stroke="${colors.demand}" stroke-width="1.5"`),
+    legend(x1 - 370, top + 18),
     `</g>`,
   );
   return out.join('\n');
 }
 
 function legend(x: number, y: number): string {
-  const entries: [string, string][] = [
-    ['demand rps', colors.demand],
-    ['capacity rps', colors.capacity],
-    ['replicas', colors.replicas],
-  ];
-  return entries
-    .map(([label, color], i) => {
-      const at = x + i * 110;
-      return (
-        `<line x1="${at}" y1="${y - 4}" x2="${at + 18}" y2="${y - 4}" stroke="${color}" stroke-width="2"/>` +
-        `<text x="${at + 22}" y="${y}">${label}</text>`
-      );
-    })
-    .join('\n');
+  return [
+    `<line x1="${x}" y1="${y - 4}" x2="${x + 18}" y2="${y - 4}" stroke="${colors.demand}" stroke-width="2"/>`,
+    `<text x="${x + 22}" y="${y}">demand rps</text>`,
+    `<rect x="${x + 110}" y="${y - 9}" width="18" height="10" fill="${colors.capacity}" fill-opacity="0.3"/>`,
+    `<text x="${x + 132}" y="${y}">capacity rps (ready)</text>`,
+    `<line x1="${x + 260}" y1="${y - 4}" x2="${x + 278}" y2="${y - 4}" stroke="${colors.replicas}" stroke-width="2" stroke-dasharray="5 3"/>`,
+    `<text x="${x + 282}" y="${y}">replicas wanted</text>`,
+  ].join('\n');
 }
 
 function timeLabel(t: number, duration: number): string {
@@ -127,10 +136,12 @@ function timeLabel(t: number, duration: number): string {
   return `${fmt(t)} s`;
 }
 
-/** 1, 2 or 5 × a power of ten, at least value. */
+/** A round number (1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8 × a power of ten) at least value. */
 function niceCeiling(value: number): number {
   const power = Math.pow(10, Math.floor(Math.log10(value)));
-  for (const factor of [1, 2, 5, 10]) if (factor * power >= value) return factor * power;
+  for (const factor of [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) {
+    if (factor * power >= value) return factor * power;
+  }
   return 10 * power;
 }
 

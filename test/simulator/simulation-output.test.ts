@@ -55,13 +55,14 @@ function assertWellFormedXml(xml: string): { elements: Map<string, number> } {
   return { elements };
 }
 
-test('the SVG is well-formed: one svg root, one panel per policy, three lines each, names escaped', () => {
+test('the SVG is well-formed: one svg root, one panel per policy, demand, capacity and replicas each, names escaped', () => {
   const svg = renderSimulationSvg(report);
   assert.ok(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"'));
   const { elements } = assertWellFormedXml(svg.trim());
   assert.equal(elements.get('svg'), 1);
   assert.equal(elements.get('g'), 2);
-  assert.equal(elements.get('polyline'), 6);
+  assert.equal(elements.get('polyline'), 4); // demand and replicas per panel
+  assert.equal(elements.get('polygon'), 2); // capacity per panel
   assert.ok(svg.includes('fixed &lt;3&gt; &amp; &quot;co&quot;'));
   // Every coordinate is a finite number.
   for (const points of svg.matchAll(/points="([^"]*)"/g)) {
