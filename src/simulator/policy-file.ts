@@ -67,6 +67,14 @@ export function policyFromFile(input: unknown): PolicyFileCheck {
           // The controller's wake: max(1, minReplicas) at once, no zero within idleMs after.
           wakeReplicas: Math.max(1, policy.minReplicas),
           wakeHoldMs: policy.scaleToZero?.idleMs ?? 0,
+          ...(policy.scaleToZero === undefined
+            ? {}
+            : {
+                activator: {
+                  limit: policy.scaleToZero.queueLimit,
+                  timeoutMs: policy.scaleToZero.timeoutMs,
+                },
+              }),
           // Predictive: learns the simulated demand as the controller learns the stored one.
           ...(policy.predictive === undefined
             ? {}

@@ -4,7 +4,8 @@
 //                       │                             ├─ a free slot: served at once
 //                       │                             └─ else its FIFO queue
 //                       └─ none ready ─▶ held (the activator's FIFO), released in order to
-//                                        routing when a replica becomes ready
+//                                        routing when a replica becomes ready; beyond its
+//                                        limit, or held past its timeout, a request fails
 //
 // A replica is 'starting' for its instance type's start-up time, then 'ready'; a scale-down
 // removes starting replicas first (newest first: they never served), then drains the ready
@@ -46,11 +47,21 @@ export type ClusterEvent =
 /** What happens to each answered request: the report records it. */
 export type AnswerSink = (request: SimRequest, startedMs: number, answeredMs: number) => void;
 
+/** The activator's bounds on held requests (Infinity: unbounded). */
+export interface HeldBounds {
+  /** Most requests held at once; one more fails at once (KILN_ACTIVATOR_FULL). */
+  readonly limit: number;
+  /** A request held this long fails (KILN_COLD_START_TIMEOUT). */
+  readonly timeoutMs: number;
+}
+
 export class ReplicaCluster {
   readonly events = new EventHeap<ClusterEvent & HeapEvent>();
   readonly #slots: number;
   readonly #startupMs: number;
   readonly #onAnswer: AnswerSink;
+  readonly #onFail: (request: SimRequest, failedMs: number) => void;
+  readonly #heldBounds: HeldBounds;
   readonly #replicas: SimReplica[] = [];
   readonly #held: SimRequest[] = [];
   #heldHead = 0;
@@ -76,12 +87,16 @@ export class ReplicaCluster {
     readonly integralsUntilMs: number;
     readonly initialReplicas: number;
     readonly onAnswer: AnswerSink;
+    readonly onFail?: (request: SimRequest, failedMs: number) => void;
+    readonly heldBounds?: HeldBounds;
   }) {
     this.#slots = options.slotsPerReplica;
     this.#startupMs = options.startupMs;
     this.#nowMs = options.nowMs;
     this.#integralsUntilMs = options.integralsUntilMs;
     this.#onAnswer = options.onAnswer;
+    this.#onFail = options.onFail ?? (() => undefined);
+    this.#heldBounds = options.heldBounds ?? { limit: Infinity, timeoutMs: Infinity };
     // The initial replicas were running before the trace began: ready at once.
     for (let i = 0; i < options.initialReplicas; i++) {
       this.#replicas.push(this.#newReplica('ready'));
@@ -149,8 +164,26 @@ export class ReplicaCluster {
 
   arrive(request: SimRequest): void {
     this.#inFlight++;
-    if (this.#readyCount === 0) this.#held.push(request);
-    else this.#route(request);
+    if (this.#readyCount > 0) this.#route(request);
+    else if (this.held >= this.#heldBounds.limit) this.#fail(request, this.#nowMs);
+    else this.#held.push(request);
+  }
+
+  /** Fails the held requests whose timeout has passed by now (the oldest are first). */
+  expireHeld(): void {
+    const timeoutMs = this.#heldBounds.timeoutMs;
+    while (this.#heldHead < this.#held.length) {
+      const request = this.#held[this.#heldHead];
+      if (request === undefined || request.arrivalMs + timeoutMs > this.#nowMs) break;
+      this.#heldHead++;
+      this.#fail(request, request.arrivalMs + timeoutMs);
+    }
+    this.#compactHeld();
+  }
+
+  #fail(request: SimRequest, failedMs: number): void {
+    this.#inFlight--;
+    this.#onFail(request, failedMs);
   }
 
   /** Starts or removes replicas so that activeReplicas === count. */
@@ -231,10 +264,15 @@ export class ReplicaCluster {
   }
 
   #releaseHeld(): void {
+    this.expireHeld();
     while (this.#heldHead < this.#held.length && this.#readyCount > 0) {
       const request = this.#held[this.#heldHead++];
       if (request !== undefined) this.#route(request);
     }
+    this.#compactHeld();
+  }
+
+  #compactHeld(): void {
     if (this.#heldHead === this.#held.length) {
       this.#held.length = 0;
       this.#heldHead = 0;

@@ -32,7 +32,7 @@ import type { DemandForecast, ScalingPolicyRunner } from '../autoscale/autoscale
 import type { ScaleSample } from '../autoscale/scale-signals.ts';
 import type { DemandPoint } from '../autoscale/demand-profile.ts';
 import { HistogramSketch } from '../traffic/histogram-sketch.ts';
-import { ReplicaCluster } from './replica-cluster.ts';
+import { ReplicaCluster, type HeldBounds } from './replica-cluster.ts';
 import { serviceTimeSampler, type ServiceTimeSampler } from './service-time.ts';
 import type { SimulationModel } from './simulation-model.ts';
 import type { PolicyReport, SimulationReport, Timeline } from './simulation-report.ts';
@@ -62,6 +62,11 @@ export interface SimulatedPolicy {
    * that woke it may not be in a report yet). Default 0; a Kiln policy's scaleToZero.idleMs.
    */
   readonly wakeHoldMs?: number;
+  /**
+   * The activator's bounds while no replica is ready (a Kiln policy's scaleToZero queueLimit
+   * and timeoutMs): a request beyond the limit or held past the timeout fails. Default none.
+   */
+  readonly activator?: HeldBounds;
   /**
    * For a policy with predictive scaling: learns from the simulated demand as it goes;
    * `startupMs` is the instance type's (how far ahead to look).
@@ -176,6 +181,7 @@ function runPolicy(
 
   const latency = new HistogramSketch();
   let answered = 0;
+  let failed = 0;
   let withinSlo = 0;
   let latencySum = 0;
   let waitSum = 0;
@@ -187,6 +193,10 @@ function runPolicy(
     nowMs: originMs,
     integralsUntilMs: endMs,
     initialReplicas: Math.max(0, Math.round(policy.initialReplicas ?? 1)),
+    ...(policy.activator === undefined ? {} : { heldBounds: policy.activator }),
+    onFail: () => {
+      failed++;
+    },
     onAnswer: (request, startedMs, answeredMs) => {
       const ms = answeredMs - request.arrivalMs;
       answered++;
@@ -234,6 +244,7 @@ function runPolicy(
   };
 
   const tick = (atMs: number): void => {
+    cluster.expireHeld();
     const areas = cluster.takeIntegrals();
     replicaMs += areas.replicas;
     readyMs += areas.ready;
@@ -304,8 +315,10 @@ function runPolicy(
         wokeAtMs = nowMs;
         apply(Math.max(1, policy.wakeReplicas ?? 1));
       }
-      if (cluster.readyReplicas === 0) heldRequests++;
+      const failedBefore = failed;
+      const held = cluster.readyReplicas === 0;
       cluster.arrive({ arrivalMs: nowMs, serviceMs: sampler.draw(serviceRandom) });
+      if (held && failed === failedBefore) heldRequests++;
       nextArrivalMs = startAtMs + arrivals.next() * 1000;
     } else {
       tick(nowMs);
@@ -325,6 +338,7 @@ function runPolicy(
     startupMs: instance.startupMs,
     requests,
     withinSlo,
+    failedRequests: failed,
     sloAttainment: requests === 0 ? 1 : withinSlo / requests,
     p50Ms: latency.quantile(0.5),
     p95Ms: latency.quantile(0.95),

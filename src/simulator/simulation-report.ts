@@ -22,6 +22,8 @@ export interface PolicyReport {
   readonly requests: number;
   /** Answered within sloMs (arrival → answer, held time included). */
   readonly withinSlo: number;
+  /** Failed by the activator (its queue full, or held past its timeout); never within SLO. */
+  readonly failedRequests: number;
   /** withinSlo / requests (1 with no requests). */
   readonly sloAttainment: number;
   /** Latency quantiles (ms, within 1 %); null with no requests. */

@@ -13,6 +13,7 @@ const columns: readonly Column[] = [
   { header: 'POLICY', cell: (p) => p.name, left: true },
   { header: 'INSTANCE', cell: (p) => p.instanceType, left: true },
   { header: 'SLO MET', cell: (p) => percent(p.sloAttainment) },
+  { header: 'FAILED', cell: (p) => String(p.failedRequests) },
   { header: 'P50 MS', cell: (p) => milliseconds(p.p50Ms) },
   { header: 'P95 MS', cell: (p) => milliseconds(p.p95Ms) },
   { header: 'P99 MS', cell: (p) => milliseconds(p.p99Ms) },
@@ -48,7 +49,8 @@ export function formatSimulationTable(report: SimulationReport): string {
   );
   const legend =
     'SLO MET: answered within the SLO (held and queued time included); REPLICA-S: replicas ' +
-    'billed (starting, ready, draining) x seconds; COLD: wakes from zero';
+    'billed (starting, ready, draining) x seconds; FAILED: refused or timed out while held; ' +
+    'COLD: wakes from zero';
   return `${summary}\n${lines.join('\n')}\n${legend}\n`;
 }
 

@@ -33,6 +33,8 @@ test('a kiln policy file runs the Autoscaler with the controller wake settings',
   assert.equal(check.policy.initialReplicas, 1);
   assert.equal(check.policy.wakeReplicas, 1);
   assert.equal(check.policy.wakeHoldMs, 60_000);
+  // The activator's defaults (docs/autoscaling.md): 100 held, 30 s each.
+  assert.deepEqual(check.policy.activator, { limit: 100, timeoutMs: 30_000 });
   assert.equal(check.policy.createForecaster, undefined);
 });
 
@@ -41,6 +43,7 @@ test('an hpa policy file runs the HpaBaseline', () => {
   assert.ok(check.ok);
   assert.ok(check.policy.createRunner() instanceof HpaBaseline);
   assert.equal(check.policy.initialReplicas, 3);
+  assert.equal(check.policy.activator, undefined);
 });
 
 test('bad policy files are refused with the reason', () => {

@@ -305,3 +305,45 @@ test('reportDelayMs: the policy sees the load of that many seconds ago, replica 
     assert.equal(delayed.readyReplicas, now[i]?.readyReplicas);
   }
 });
+
+test('the activator bounds held requests: beyond its limit or past its timeout they fail', () => {
+  // From zero, 20 rps for one second; replicas take 5 s to start.
+  const trace = traceOf([
+    [0, 0],
+    [10, 20],
+    [11, 0],
+    [60, 0],
+  ]);
+  const run = (activator?: { limit: number; timeoutMs: number }) =>
+    simulate({
+      trace,
+      model: modelOf({ kind: 'constant', ms: 10 }, { startupMs: 5000, slots: 100 }),
+      sloMs: 10_000,
+      seed: 4,
+      policies: [
+        {
+          name: 'zero',
+          createRunner: () => new ToyReactive(100),
+          initialReplicas: 0,
+          ...(activator === undefined ? {} : { activator }),
+        },
+      ],
+    }).policies[0];
+  const unbounded = run();
+  assert.ok(unbounded !== undefined && unbounded.requests > 10);
+  assert.equal(unbounded.failedRequests, 0);
+  assert.equal(unbounded.withinSlo, unbounded.requests);
+  // A limit of 3: the rest are refused at once; the 3 held are answered after the start-up.
+  const limited = run({ limit: 3, timeoutMs: 30_000 });
+  assert.ok(limited !== undefined);
+  assert.equal(limited.heldRequests, 3);
+  assert.equal(limited.failedRequests, limited.requests - 3);
+  assert.equal(limited.withinSlo, 3);
+  // A 2 s timeout, shorter than the start-up: every held request fails.
+  const timedOut = run({ limit: 100, timeoutMs: 2000 });
+  assert.ok(timedOut !== undefined);
+  assert.equal(timedOut.failedRequests, timedOut.requests);
+  assert.equal(timedOut.withinSlo, 0);
+  assert.equal(timedOut.sloAttainment, 0);
+  assert.equal(timedOut.p99Ms, null);
+});

@@ -79,9 +79,9 @@ test('the table has a summary line, a header and one aligned row per policy', ()
   assert.match(lines[0] ?? '', /^trace 1800 s, \d+ requests, SLO 250 ms, 2 slot\(s\) per replica/);
   assert.match(
     lines[1] ?? '',
-    /^POLICY\s+INSTANCE\s+SLO MET\s+P50 MS\s+P95 MS\s+P99 MS\s+REPLICA-S/,
+    /^POLICY\s+INSTANCE\s+SLO MET\s+FAILED\s+P50 MS\s+P95 MS\s+P99 MS\s+REPLICA-S/,
   );
-  assert.match(lines[2] ?? '', /^fixed <3> & "co"\s+small\s+\d+\.\d{3}%/);
+  assert.match(lines[2] ?? '', /^fixed <3> & "co"\s+small\s+\d+\.\d{3}%\s+0\s/);
   assert.match(lines[3] ?? '', /^toy\s+small\s+\d+\.\d{3}%/);
   // Right-aligned numeric columns end at the same place as their header.
   const headerEnd = (lines[1] ?? '').indexOf('REPLICA-S') + 'REPLICA-S'.length;
