@@ -23,6 +23,7 @@ import { registerPlacementCommands } from './commands/placement.ts';
 import { registerPolicyCommands } from './commands/policy.ts';
 import { registerPredictCommand } from './commands/predict.ts';
 import { registerRolloutCommands } from './commands/rollout.ts';
+import { registerSimulateCommand } from './commands/simulate.ts';
 import { registerTeamsCommands } from './commands/teams.ts';
 import { registerTrafficCommands } from './commands/traffic.ts';
 import { registerUpCommand } from './commands/up.ts';
@@ -81,6 +82,7 @@ export function buildProgram(): Command {
   registerHealthCommand(program);
   registerLlmCommands(program);
   registerPlacementCommands(program);
+  registerSimulateCommand(program);
   acceptGlobalOptionsEverywhere(program);
   return program;
 }
