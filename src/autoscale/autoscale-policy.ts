@@ -80,6 +80,13 @@ export interface AutoscalePolicy {
   readonly maxScaleDownRate: number;
   /** A scale-down happens only after the lower target held this long. Default 30 000. */
   readonly scaleDownDelayMs: number;
+  /**
+   * Replicas of headroom a scale-down keeps: the stable window's count goes down to m only
+   * when the signal is at most (m - this) × target (up: as soon as it exceeds the count ×
+   * target). Against flapping on noisy load around a boundary. In [0, 10]. Default 0.5;
+   * absent (a policy built by hand): 0.5.
+   */
+  readonly scaleDownHysteresis?: number;
   /** Applies when minReplicas is 0. */
   readonly scaleToZero?: ScaleToZeroPolicy;
   /** Absent: reactive only. */
@@ -117,6 +124,7 @@ export const autoscaleDefaults = {
   maxScaleUpRate: 1000,
   maxScaleDownRate: 2,
   scaleDownDelayMs: 30_000,
+  scaleDownHysteresis: 0.5,
   scaleToZero: { idleMs: 300_000, queueLimit: 100, timeoutMs: 30_000, coldStartBudgetMs: 10_000 },
   predictive: { historyDays: 14, bucketMs: 600_000 },
 } as const satisfies {
@@ -217,6 +225,10 @@ export function resolveAutoscalePolicy(input: unknown): AutoscalePolicyCheck {
     numberField(input, 'scaleDownDelayMs', 0, maxWindowMs, problems) ??
     autoscaleDefaults.scaleDownDelayMs;
 
+  const scaleDownHysteresis =
+    numberField(input, 'scaleDownHysteresis', 0, 10, problems) ??
+    autoscaleDefaults.scaleDownHysteresis;
+
   const scaleToZero = resolveScaleToZero(input.scaleToZero, minReplicas, problems);
   const predictive = resolvePredictive(input.predictive, problems);
   if (predictive !== undefined && signal !== 'concurrency' && signal !== 'qps') {
@@ -241,6 +253,7 @@ export function resolveAutoscalePolicy(input: unknown): AutoscalePolicyCheck {
     maxScaleUpRate,
     maxScaleDownRate,
     scaleDownDelayMs,
+    scaleDownHysteresis,
     ...(scaleToZero !== undefined ? { scaleToZero } : {}),
     ...(predictive !== undefined ? { predictive } : {}),
   };
@@ -263,6 +276,7 @@ const policyFields = [
   'maxScaleUpRate',
   'maxScaleDownRate',
   'scaleDownDelayMs',
+  'scaleDownHysteresis',
   'scaleToZero',
   'predictive',
 ] as const satisfies readonly (keyof AutoscalePolicy)[];

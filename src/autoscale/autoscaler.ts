@@ -3,7 +3,7 @@
 // control plane (src/control/autoscale/autoscale-controller.ts, one instance per endpoint), in the simulator
 // (src/simulator/) and in tests with synthetic signal streams.
 
-import type { AutoscalePolicy } from './autoscale-policy.ts';
+import { autoscaleDefaults, type AutoscalePolicy } from './autoscale-policy.ts';
 import type { ScaleSample } from './scale-signals.ts';
 import { hasDemand, signalValue } from './signal-value.ts';
 
@@ -54,6 +54,7 @@ export interface AutoscalerOptions {
  *
  *   stable  = mean of the signal over the stable window (60 s)   → ceil(stable / target)
  *   panic   = mean over the panic window (6 s)                   → ceil(panic / target)
+ *   hyst.   : a lower stable count m applies only when stable <= (m - scaleDownHysteresis) × target
  *   rate    : each clamped to [floor(current / down), ceil(current × up)]
  *   mode    : panic while panic / target >= panicThreshold × max(1, ready), and until a stable
  *             window has passed since that last held; in panic the count is the most wanted
@@ -77,6 +78,12 @@ export class Autoscaler implements ScalingPolicyRunner {
   private maxPanicReplicas = 0;
   /** Counts wanted over the scale-down delay, oldest first (one per decision time). */
   private readonly delayWindow: { atMs: number; replicas: number }[] = [];
+  /**
+   * The count found at the first decision, held for one scale-down delay: a new autoscaler (a
+   * restarted controller, a changed policy) has no history of wants yet, and must not scale
+   * down on its first few samples.
+   */
+  private initial: { untilMs: number; replicas: number } | undefined;
 
   constructor(
     readonly policy: AutoscalePolicy,
@@ -144,10 +151,20 @@ export class Autoscaler implements ScalingPolicyRunner {
         this.exitPanic();
       }
       reactive = stableWants;
-      wanted = limit(stableWants);
+      // Hysteresis: down to m only when the demand fits m - scaleDownHysteresis replicas, so
+      // noise around a boundary (Poisson arrivals) does not flip the count up and down.
+      const hysteresis = p.scaleDownHysteresis ?? autoscaleDefaults.scaleDownHysteresis;
+      const stableApplied =
+        stableWants >= current
+          ? stableWants
+          : Math.min(current, replicasFor(stable + hysteresis * p.target, p.target));
+      wanted = limit(stableApplied);
       reasons.push(
         `${name} ${fixed(stable)} (${seconds(p.stableWindowMs)} mean) / target ${fixed(p.target)} → ${stableWants}`,
       );
+      if (stableApplied > stableWants) {
+        reasons.push(`kept ${stableApplied} (down only ${fixed(hysteresis)} replica below it)`);
+      }
       if (this.lastPanicDemandAtMs !== null) {
         mode = 'panic';
         reactive = Math.max(stableWants, panicWants);
@@ -188,7 +205,9 @@ export class Autoscaler implements ScalingPolicyRunner {
       }
     }
 
+    this.initial ??= { untilMs: nowMs + p.scaleDownDelayMs, replicas: clamp(current) };
     let replicas = this.delayed(nowMs, bounded);
+    if (nowMs < this.initial.untilMs) replicas = Math.max(replicas, this.initial.replicas);
     if (replicas > bounded)
       reasons.push(`held at ${replicas} by the scale-down delay (${seconds(p.scaleDownDelayMs)})`);
     if (replicas === 0 && p.minReplicas === 0) {
