@@ -81,10 +81,10 @@ export interface AutoscalePolicy {
   /** A scale-down happens only after the lower target held this long. Default 30 000. */
   readonly scaleDownDelayMs: number;
   /**
-   * Replicas of headroom a scale-down keeps: the stable window's count goes down to m only
-   * when the signal is at most (m - this) × target (up: as soon as it exceeds the count ×
-   * target). Against flapping on noisy load around a boundary. In [0, 10]. Default 0.5;
-   * absent (a policy built by hand): 0.5.
+   * Replicas of margin before a scale-down: the stable window's count goes down only once the
+   * signal is at most (current - 1 - this) × target, i.e. it would fit one replica fewer with
+   * this many to spare (up: as soon as it exceeds current × target). Against flapping on noisy
+   * load around a boundary. In [0, 10]. Default 0.5; absent (a policy built by hand): 0.5.
    */
   readonly scaleDownHysteresis?: number;
   /** Applies when minReplicas is 0. */

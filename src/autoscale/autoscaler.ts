@@ -54,7 +54,7 @@ export interface AutoscalerOptions {
  *
  *   stable  = mean of the signal over the stable window (60 s)   → ceil(stable / target)
  *   panic   = mean over the panic window (6 s)                   → ceil(panic / target)
- *   hyst.   : a lower stable count m applies only when stable <= (m - scaleDownHysteresis) × target
+ *   hyst.   : a lower stable count applies only once stable <= (current - 1 - hysteresis) × target
  *   rate    : each clamped to [floor(current / down), ceil(current × up)]
  *   mode    : panic while panic / target >= panicThreshold × max(1, ready), and until a stable
  *             window has passed since that last held; in panic the count is the most wanted
@@ -151,19 +151,22 @@ export class Autoscaler implements ScalingPolicyRunner {
         this.exitPanic();
       }
       reactive = stableWants;
-      // Hysteresis: down to m only when the demand fits m - scaleDownHysteresis replicas, so
-      // noise around a boundary (Poisson arrivals) does not flip the count up and down.
+      // Hysteresis: down only when the demand would fit one replica fewer with
+      // scaleDownHysteresis replicas to spare, so noise around a boundary (Poisson arrivals)
+      // does not flip the count up at once and down a delay later, again and again.
       const hysteresis = p.scaleDownHysteresis ?? autoscaleDefaults.scaleDownHysteresis;
       const stableApplied =
-        stableWants >= current
+        stableWants >= current || stable <= (current - 1 - hysteresis) * p.target
           ? stableWants
-          : Math.min(current, replicasFor(stable + hysteresis * p.target, p.target));
+          : current;
       wanted = limit(stableApplied);
       reasons.push(
         `${name} ${fixed(stable)} (${seconds(p.stableWindowMs)} mean) / target ${fixed(p.target)} → ${stableWants}`,
       );
       if (stableApplied > stableWants) {
-        reasons.push(`kept ${stableApplied} (down only ${fixed(hysteresis)} replica below it)`);
+        reasons.push(
+          `kept ${current} (down once ${name} ≤ ${fixed((current - 1 - hysteresis) * p.target)})`,
+        );
       }
       if (this.lastPanicDemandAtMs !== null) {
         mode = 'panic';

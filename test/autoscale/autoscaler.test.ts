@@ -90,8 +90,8 @@ test('a spike panics: capacity follows the 6 s window at once and never drops in
       `down in panic at ${panicSteps[i]!.t}`,
     );
   }
-  // Held through the spike, then down without ever going back up, to exactly 4 again (3.5 in
-  // flight is 4 replicas less half a replica of hysteresis).
+  // Held through the spike, then down without ever going back up, to exactly 4 again (from 5,
+  // 3.5 in flight fits 4 replicas with the half replica of hysteresis to spare).
   const downs = run.events.slice(6);
   assert.ok(downs.every((event) => event.to < event.from));
   assert.ok(downs[0]!.t >= 190, `first scale-down at ${downs[0]!.t}`);
@@ -205,14 +205,14 @@ test('the scale-down delay keeps the highest count wanted over the delay', () =>
   let replicas = 5;
   const counts: number[] = [];
   for (let t = 0; t < 20; t++) {
-    scaler.observe(sample(t * 1000, { readyReplicas: replicas, concurrency: t < 5 ? 5 : 0.5 }));
+    scaler.observe(sample(t * 1000, { readyReplicas: replicas, concurrency: t < 5 ? 5 : 1 }));
     replicas = scaler.decide(t * 1000, replicas).replicas;
     counts.push(replicas);
   }
-  // Wanted 5 through t=4; at t=5 the 2 s window holds 5 and 0.5 (mean 2.75: 4 with half a
-  // replica of hysteresis); 1 from t=6. The 10 s delay window keeps the 5 of t=4 through
-  // t=13, the 4 of t=5 at t=14, then 1.
-  assert.deepEqual(counts, [5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 4, 1, 1, 1, 1, 1]);
+  // Wanted 5 through t=4, 3 at t=5 (the 2 s window holds 5 and 1), 1 from t=6 (both far
+  // enough below 5 to pass the hysteresis). The 10 s delay window keeps the 5 of t=4 through
+  // t=13, the 3 of t=5 at t=14, then 1.
+  assert.deepEqual(counts, [5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 3, 1, 1, 1, 1, 1]);
 });
 
 test('scale to zero after the idle period, wake at once on a held request', () => {
