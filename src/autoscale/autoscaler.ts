@@ -124,6 +124,23 @@ export class Autoscaler implements ScalingPolicyRunner {
 
     const name = p.signal === 'custom' ? `${p.signal} ${p.customMetric ?? ''}` : p.signal;
     const stable = this.windowMean(nowMs, p.stableWindowMs);
+    if (p.minReplicas === 0 && p.scaleToZero !== undefined && predictive === 0) {
+      const idleMs = nowMs - (this.lastDemandAtMs ?? nowMs);
+      if (idleMs >= p.scaleToZero.idleMs) {
+        // No request for the whole idle period: whatever the windows still remember, go to
+        // zero, and forget panic and the older wants so a wake starts from what it sees then.
+        // Checked before the panic state moves, so that deciding again gives the same.
+        this.exitPanic();
+        this.delayWindow.length = 0;
+        return {
+          replicas: 0,
+          mode: 'stable',
+          reactive: stable === null ? 0 : replicasFor(stable, p.target),
+          predictive,
+          reason: `no requests for ${seconds(idleMs)} (idle after ${seconds(p.scaleToZero.idleMs)}) → 0`,
+        };
+      }
+    }
     const reasons: string[] = [];
     let mode: ScaleDecision['mode'] = 'stable';
     let reactive: number;
@@ -190,23 +207,6 @@ export class Autoscaler implements ScalingPolicyRunner {
     const bounded = clamp(wanted);
     if (bounded !== wanted)
       reasons.push(`bounded to ${bounded} by [${p.minReplicas}, ${p.maxReplicas}]`);
-
-    if (p.minReplicas === 0 && p.scaleToZero !== undefined) {
-      const idleMs = nowMs - (this.lastDemandAtMs ?? nowMs);
-      if (idleMs >= p.scaleToZero.idleMs && predictive === 0) {
-        // No request for the whole idle period: whatever the windows still remember, go to
-        // zero, and forget the older wants so a wake starts from what it sees then.
-        this.exitPanic();
-        this.delayWindow.length = 0;
-        return {
-          replicas: 0,
-          mode: 'stable',
-          reactive,
-          predictive,
-          reason: `no requests for ${seconds(idleMs)} (idle after ${seconds(p.scaleToZero.idleMs)}) → 0`,
-        };
-      }
-    }
 
     this.initial ??= { untilMs: nowMs + p.scaleDownDelayMs, replicas: clamp(current) };
     let replicas = this.delayed(nowMs, bounded);
