@@ -195,7 +195,7 @@ export class Autoscaler implements ScalingPolicyRunner {
           `panic since ${name} reached ${fixed(p.panicThreshold)} × the capacity of the ready replicas: ${fixed(panic)} (${seconds(p.panicWindowMs)} mean) → ${panicWants}, never down in panic`,
         );
       }
-      if (wanted !== reactive && mode === 'stable') {
+      if (wanted !== stableApplied && mode === 'stable') {
         reasons.push(`rate-limited to ${wanted} (from ${current})`);
       }
     }

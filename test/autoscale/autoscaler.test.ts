@@ -319,3 +319,18 @@ test('worker signals: held while unreported, custom metrics by name', () => {
   tokens.observe(sample(0, { readyReplicas: 2, custom: { tokens_per_second: 1000, other: 5 } }));
   assert.equal(tokens.decide(0, 2).replicas, 3);
 });
+
+test('the reason names what decided: the window, the hysteresis, the rate limit, the delay', () => {
+  const scaler = new Autoscaler(
+    policy({ minReplicas: 1, maxReplicas: 20, target: 1, scaleDownDelayMs: 0 }),
+  );
+  scaler.observe(sample(0, { readyReplicas: 6, concurrency: 5.8 }));
+  assert.equal(
+    scaler.decide(0, 7).reason,
+    'concurrency 5.80 (60 s mean) / target 1 → 6; kept 7 (down once concurrency ≤ 5.50)',
+  );
+  assert.equal(
+    scaler.decide(0, 16).reason,
+    'concurrency 5.80 (60 s mean) / target 1 → 6; rate-limited to 8 (from 16)',
+  );
+});
