@@ -28,6 +28,7 @@ import {
   workerRevision,
   type EndpointConfigInput,
 } from './serving-defaults.ts';
+import { checkPoolDeploy } from './pools/pool-deploy-check.ts';
 
 export interface DeployRequest {
   readonly model: string;
@@ -135,6 +136,12 @@ export class EndpointService {
     const team = request.team ?? model.team;
     checkName('team', team);
     const config = completeEndpointConfig(request.config ?? {});
+    await checkPoolDeploy(this.registry.store, {
+      config,
+      format: version.format,
+      team,
+      replicas: request.replicas,
+    });
     // Replacing the stable version is refused while a rollout or experiment runs on it;
     // a deploy of the same version (new replicas, new settings) is not.
     const existing = await this.registry.store.getEndpoint(name);
@@ -270,9 +277,19 @@ export class EndpointService {
     // the old revision's still serve, but `kiln deploy --wait` waits for the new one.
     const revision = workerRevision(record);
     const current = replicas.filter((r) => r.revision === revision && r.state !== 'stopping');
-    const readyReplicas = current.filter((r) => r.state === 'ready').length;
-    const reason = readyReplicas > 0 ? null : whyNotReady(current, this.clock.now());
     const route = this.reconciler.routing.current().endpoints.find((e) => e.name === record.name);
+    // On a pool: served by the pool's workers that took it in their assignment.
+    const pool = record.config.pool;
+    const readyReplicas =
+      pool === undefined
+        ? current.filter((r) => r.state === 'ready').length
+        : (route?.replicas.length ?? 0);
+    const reason =
+      readyReplicas > 0
+        ? null
+        : pool === undefined
+          ? whyNotReady(current, this.clock.now())
+          : (this.reconciler.pools.reason(record.name) ?? `waiting for a worker of pool ${pool}`);
     return {
       ...record,
       format,

@@ -26,7 +26,13 @@ import type {
   RoutingSnapshot,
   TeamLimit,
 } from '../gateway/routing-snapshot.ts';
-import type { Backend, ReplicaEvent, ReplicaHandle, SurvivingReplica } from './backends/backend.ts';
+import type {
+  Backend,
+  ReplicaEvent,
+  ReplicaHandle,
+  ReplicaLaunch,
+  SurvivingReplica,
+} from './backends/backend.ts';
 import {
   backoffResetAfterMs,
   failureKind,
@@ -48,6 +54,7 @@ import {
   type VersionFacts,
   type VersionRole,
 } from './endpoint-route.ts';
+import { PoolWorkers, poolOfWorkerEndpoint } from './pools/pool-workers.ts';
 
 export { defaultMaxBodyBytes };
 
@@ -185,6 +192,8 @@ export interface ReconcilerOptions {
 
 export class Reconciler {
   readonly routing: RoutingTable;
+  /** Worker pools (issue 14): their workers run as replicas of hidden endpoints. */
+  readonly pools: PoolWorkers;
   private readonly replicas = new Map<string, Replica>();
   /** Schemas the workers reported, by "model@version" (used when none was declared). */
   private readonly reportedSchemas = new Map<string, ModelSchema>();
@@ -220,6 +229,7 @@ export class Reconciler {
       { auth: options.auth, endpoints: [], apiKeys: [], teamLimits: [] },
       options.clock,
     );
+    this.pools = new PoolWorkers({ registry: options.registry });
     // Gateways get no snapshot before the first pass has published the replicas that exist
     // (adopted ones included): the empty initial one would take them all out of the routing.
     this.routing.holdUntil(new Promise<void>((resolve) => (this.firstPassDone = resolve)));
@@ -253,6 +263,7 @@ export class Reconciler {
         void survivor.stop(30_000); // a second holder of one slot: never in any snapshot of ours
         continue;
       }
+      this.pools.adopted(launch);
       // New replicas of this platform get ids after the adopted ones'.
       this.launches = Math.max(this.launches, launchNumber(launch.replicaId));
       const replica = newReplica({
@@ -390,6 +401,7 @@ export class Reconciler {
       endpoint: k.endpoint,
     }));
     this.traffic = new Map((await store.listEndpointTraffic()).map((t) => [t.endpoint, t]));
+    this.pools.refresh(await store.listPools());
     await this.dropExpiredWarm();
     this.revisions = new Map();
     const desired = this.endpoints.map((e) => {
@@ -410,14 +422,18 @@ export class Reconciler {
     // And what the replicas serve: one adopted from a platform before may serve a version no
     // endpoint names any more (redeployed meanwhile), routed until its successor is ready.
     for (const replica of this.replicas.values())
-      await this.learnVersion(replica.model, replica.version);
+      if (poolOfWorkerEndpoint(replica.endpoint) === null)
+        await this.learnVersion(replica.model, replica.version);
     this.stopHungStarts();
+    const planned = desired.map(({ versions: _routing, ...plan }) => plan);
     const actions = planReplicas(
-      desired.map(({ versions: _routing, ...plan }) => plan),
+      // Endpoints on a pool have no replicas of their own; the pools' workers do.
+      [...this.pools.withoutPoolEndpoints(planned, this.endpoints), ...this.pools.desired()],
       [...this.replicas.values()],
       this.options.clock.now(),
     );
     for (const action of actions) await this.execute(action);
+    await this.pools.sync(this.endpoints, [...this.replicas.values()], this.options.clock.now());
     this.publish();
   }
 
@@ -472,15 +488,15 @@ export class Reconciler {
   private async execute(action: ReplicaAction): Promise<void> {
     switch (action.kind) {
       case 'start': {
-        const endpoint = this.endpoints.find((e) => e.name === action.endpoint);
-        if (endpoint === undefined) return;
+        const endpoint = this.endpoints.find((e) => e.name === action.endpoint) ?? null;
+        if (endpoint === null && poolOfWorkerEndpoint(action.endpoint) === null) return;
         // Several revisions of one endpoint run at once (policy versions, warm, staged): the
         // model is the revision's, and the launch count keeps ids unique across them.
-        const model = this.revisions.get(action.revision)?.model ?? endpoint.model;
+        const model = this.revisions.get(action.revision)?.model ?? endpoint?.model ?? '';
         this.launches += 1;
         const replica = newReplica({
-          id: `${endpoint.name}-v${action.version}-r${action.slot}-${this.launches}`,
-          endpoint: endpoint.name,
+          id: `${action.endpoint}-v${action.version}-r${action.slot}-${this.launches}`,
+          endpoint: action.endpoint,
           model,
           version: action.version,
           revision: action.revision,
@@ -492,8 +508,9 @@ export class Reconciler {
       }
       case 'restart': {
         const replica = this.replicas.get(action.replicaId);
-        const endpoint = this.endpoints.find((e) => e.name === replica?.endpoint);
-        if (replica === undefined || endpoint === undefined) return;
+        const endpoint = this.endpoints.find((e) => e.name === replica?.endpoint) ?? null;
+        if (replica === undefined) return;
+        if (endpoint === null && poolOfWorkerEndpoint(replica.endpoint) === null) return;
         replica.restarts += 1;
         replica.state = 'starting';
         replica.restartAtMs = null;
@@ -527,8 +544,17 @@ export class Reconciler {
     }
   }
 
-  /** Checks the version may be served (signature policy now), then starts a worker. */
-  private async launch(replica: Replica, endpoint: EndpointRecord): Promise<void> {
+  /**
+   * Checks the version may be served (signature policy now), then starts a worker; without
+   * an endpoint, a pool's worker (pool-workers.ts).
+   */
+  private async launch(replica: Replica, endpoint: EndpointRecord | null): Promise<void> {
+    if (endpoint === null) {
+      const root = this.options.registry.artifacts.root;
+      const launch = this.pools.launch(replica, replica.endpoint, root);
+      if (launch !== null) this.startWorker(replica, launch);
+      return;
+    }
     let version;
     try {
       ({ version } = await this.options.registry.trustedVersion(replica.model, replica.version));
@@ -538,37 +564,38 @@ export class Reconciler {
       return;
     }
     replica.digests = new Set(version.files.map((f) => f.sha256));
+    const serving = workerServingSettings(version.format, endpoint.config);
+    this.startWorker(replica, {
+      replicaId: replica.id,
+      revision: replica.revision,
+      slot: replica.slot,
+      endpoint: replica.endpoint,
+      model: replica.model,
+      version: replica.version,
+      format: version.format,
+      files: version.files,
+      schema: version.schema,
+      artifactsRoot: this.options.registry.artifacts.root,
+      maxBodyBytes: serving.maxBodyBytes ?? defaultMaxBodyBytes,
+      config: serving.config,
+      batching: serving.batching,
+      defaultTimeoutMs: serving.defaultTimeoutMs,
+      ...(serving.llm === null ? {} : { llm: serving.llm }),
+    });
+  }
+
+  private startWorker(replica: Replica, spec: ReplicaLaunch): void {
     replica.reason = null;
     replica.reasonCode = null;
     replica.url = null;
     replica.socketPath = null;
-    const serving = workerServingSettings(version.format, endpoint.config);
     replica.launch += 1;
     replica.launchedAtMs = this.options.clock.now();
     const launch = replica.launch;
     try {
-      replica.handle = this.options.backend.start(
-        {
-          replicaId: replica.id,
-          revision: replica.revision,
-          slot: replica.slot,
-          endpoint: replica.endpoint,
-          model: replica.model,
-          version: replica.version,
-          format: version.format,
-          files: version.files,
-          schema: version.schema,
-          artifactsRoot: this.options.registry.artifacts.root,
-          maxBodyBytes: serving.maxBodyBytes ?? defaultMaxBodyBytes,
-          config: serving.config,
-          batching: serving.batching,
-          defaultTimeoutMs: serving.defaultTimeoutMs,
-          ...(serving.llm === null ? {} : { llm: serving.llm }),
-        },
-        (event) => {
-          if (replica.launch === launch) this.onReplicaEvent(replica, event);
-        },
-      );
+      replica.handle = this.options.backend.start(spec, (event) => {
+        if (replica.launch === launch) this.onReplicaEvent(replica, event);
+      });
     } catch (error) {
       // The backend could not even start it (no disk for its folder, spawn refused): a
       // failure like any other, retried with backoff, never a slot stuck in 'starting'.
@@ -659,6 +686,8 @@ export class Reconciler {
   // ------------------------------------------------------------------ routing
 
   private route(endpoint: EndpointRecord): EndpointRoute {
+    if (endpoint.config.pool !== undefined)
+      return this.pools.route(endpoint, [...this.replicas.values()], (m, v) => this.facts(m, v));
     const replicas = [...this.replicas.values()].filter((r) => r.endpoint === endpoint.name);
     const revision = workerRevision(endpoint);
     if (this.established.get(endpoint.name) !== revision && stableFullyReady(endpoint, replicas))

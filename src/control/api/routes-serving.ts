@@ -55,6 +55,8 @@ const deployBody = {
         },
         timeoutMs: { type: 'integer', minimum: 1, maximum: 3_600_000 },
         maxConcurrency: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+        // A worker pool's name (issue 14): pool-deploy-check.ts says what may run there.
+        pool: shortString,
         // hf-llm only. Types here; ranges, the format and the model's own limits are checked
         // by the deploy (llm-deploy-check.ts), with messages that say what would work.
         llm: {
