@@ -143,6 +143,8 @@ export interface EndpointConfig {
   maxConcurrency?: number;
   /** hf-llm endpoints only: the engine's and the streams' settings (absent = defaults). */
   llm?: LlmSettings;
+  /** Served by this worker pool (`--pool`), not by replicas of its own. */
+  pool?: string;
 }
 
 /** An hf-llm endpoint's serving settings as a deploy sends them (every field optional). */

@@ -19,6 +19,7 @@ import { registerKeysCommands } from './commands/keys.ts';
 import { registerLlmCommands } from './commands/llm.ts';
 import { registerModelsCommands } from './commands/models.ts';
 import { registerPolicyCommands } from './commands/policy.ts';
+import { registerPoolsCommands } from './commands/pools.ts';
 import { registerPredictCommand } from './commands/predict.ts';
 import { registerRolloutCommands } from './commands/rollout.ts';
 import { registerTeamsCommands } from './commands/teams.ts';
@@ -66,6 +67,7 @@ export function buildProgram(): Command {
   registerDeployCommand(program);
   registerRolloutCommands(program);
   registerEndpointsCommands(program);
+  registerPoolsCommands(program);
   registerTrafficCommands(program);
   registerExperimentsCommands(program);
   registerPredictCommand(program);

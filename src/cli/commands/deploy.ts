@@ -70,6 +70,8 @@ export interface DeployOptions extends LlmFlags, RolloutFlags {
   readonly batching?: boolean;
   readonly timeoutMs?: number;
   readonly maxConcurrency?: number;
+  /** Serve it on this worker pool (`kiln pools create`) instead of replicas of its own. */
+  readonly pool?: string;
   /** ms the replaced version keeps running for an instant rollback (--warm-grace). */
   readonly warmGrace?: number;
   readonly wait?: boolean;
@@ -143,6 +145,10 @@ export function registerDeployCommand(program: Command): void {
       '--warm-grace <duration>',
       "keep the replaced version running this long for an instant rollback, e.g. 30m, or 0 (default: the platform's, 10m)",
       warmGraceOption,
+    )
+    .option(
+      '--pool <name>',
+      'serve it on this worker pool (loaded on demand beside other models) instead of replicas of its own',
     )
     .option('--wait', 'wait until every replica is ready (a rollout: until it has finished)')
     .option('--timeout-s <seconds>', 'with --wait: give up after this long', integerOption(1), 120)
@@ -303,6 +309,9 @@ export function keepCurrent(
     }
     config.batching = merged;
   }
+  // On a pool the pool's workers are the capacity: the current replica count is not kept.
+  if (config.pool !== undefined && given.replicas === undefined)
+    return { ...given, team: given.team ?? current.team, config };
   return {
     ...given,
     replicas: given.replicas ?? current.replicas,
@@ -355,6 +364,7 @@ export function deployBody(
   } else if (Object.keys(batching).length > 0) config.batching = batching;
   if (options.timeoutMs !== undefined) config.timeoutMs = options.timeoutMs;
   if (options.maxConcurrency !== undefined) config.maxConcurrency = options.maxConcurrency;
+  if (options.pool !== undefined) config.pool = options.pool;
   if (Object.keys(llm).length > 0) config.llm = llm;
   return body;
 }
