@@ -229,7 +229,10 @@ export class Reconciler {
       { auth: options.auth, endpoints: [], apiKeys: [], teamLimits: [] },
       options.clock,
     );
-    this.pools = new PoolWorkers({ registry: options.registry });
+    this.pools = new PoolWorkers({
+      registry: options.registry,
+      firstGeneration: options.clock.now(),
+    });
     // Gateways get no snapshot before the first pass has published the replicas that exist
     // (adopted ones included): the empty initial one would take them all out of the routing.
     this.routing.holdUntil(new Promise<void>((resolve) => (this.firstPassDone = resolve)));
@@ -432,8 +435,10 @@ export class Reconciler {
       [...this.replicas.values()],
       this.options.clock.now(),
     );
-    for (const action of actions) await this.execute(action);
+    // Assignments first: an endpoint moving onto a pool is routed to its workers before the
+    // stops below publish a snapshot without its own replicas.
     await this.pools.sync(this.endpoints, [...this.replicas.values()], this.options.clock.now());
+    for (const action of actions) await this.execute(action);
     this.publish();
   }
 

@@ -72,6 +72,12 @@ interface PoolPlan {
 
 export interface PoolWorkersOptions {
   readonly registry: Registry;
+  /**
+   * Where assignment generations start (the wall clock, as snapshot versions do): a worker
+   * adopted by a later platform ignores an assignment older than the one it holds, so a
+   * restarted control plane's must count on from past the old one's.
+   */
+  readonly firstGeneration: number;
 }
 
 export class PoolWorkers {
@@ -80,13 +86,15 @@ export class PoolWorkers {
   private readonly tokens = new Map<string, string>();
   private readonly acks = new Map<string, WorkerAck>();
   private readonly plans = new Map<string, PoolPlan>();
-  private generation = 0;
+  private generation: number;
   /** Models checked against the signature policy, by endpoint revision. */
   private readonly checked = new Map<string, { model: PoolModel; atMs: number }>();
   /** Why an endpoint on a pool is in no assignment (its version is not trusted now). */
   private readonly refused = new Map<string, string>();
 
-  constructor(private readonly options: PoolWorkersOptions) {}
+  constructor(private readonly options: PoolWorkersOptions) {
+    this.generation = options.firstGeneration;
+  }
 
   refresh(pools: readonly PoolRecord[]): void {
     this.pools = pools;
@@ -320,8 +328,8 @@ export class PoolWorkers {
         body: JSON.stringify(plan.assignment),
         signal: AbortSignal.timeout(pushTimeoutMs),
       });
-      await response.arrayBuffer();
-      if (!response.ok) {
+      const taken = (await response.json().catch(() => null)) as { generation?: unknown } | null;
+      if (!response.ok || taken?.generation !== plan.assignment.generation) {
         process.stderr.write(`pools: worker ${id} refused its assignment (${response.status})\n`);
         return;
       }
