@@ -1,11 +1,9 @@
 // `kiln pools create | list | show | delete` and `kiln deploy --pool`: the real CLI (one
-// process per command) against an in-process platform running a real pool worker; and the
-// size parser.
+// process per command) against an in-process platform running a real pool worker.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { parseByteSize } from '../../src/cli/commands/pools.ts';
 import type { PoolView } from '../../src/control/api/routes-pools.ts';
 import { readArtifact, register, testPlatform } from '../helpers/platform.ts';
 import { Cli } from './cli-harness.ts';
@@ -87,13 +85,4 @@ void test('pools create / list / show / delete and deploy --pool, end to end', a
   await cli.ok(['endpoints', 'delete', 'small']);
   assert.equal(await cli.ok(['pools', 'delete', 'tiny']), 'pool tiny deleted\n');
   assert.match(await cli.fails(['pools', 'show', 'tiny'], 1), /KILN_POOL_NOT_FOUND/);
-});
-
-void test('memory budgets read as sizes', () => {
-  assert.equal(parseByteSize('512MiB'), 512 * 1024 ** 2);
-  assert.equal(parseByteSize('2GB'), 2e9);
-  assert.equal(parseByteSize('1.5k'), 1500);
-  assert.equal(parseByteSize('1048576'), 1048576);
-  assert.throws(() => parseByteSize('0'), /expected a size/);
-  assert.throws(() => parseByteSize('12 parsecs'), /expected a size/);
 });

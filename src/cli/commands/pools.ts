@@ -2,10 +2,11 @@
 // each hold the most recently used of the models deployed on it (`kiln deploy --pool NAME`)
 // within a memory budget; `show` asks the workers what they hold now.
 
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
 import type { PoolView } from '../../control/api/routes-pools.ts';
 import type { PoolRecord } from '../../store/scaling-records.ts';
 import { integerOption } from '../arguments.ts';
+import { byteSize } from './deploy-llm-flags.ts';
 import { withClient } from '../context.ts';
 import { apiPath } from '../http-client.ts';
 import { emit, humanSize, renderTable, shortTime, type JsonOption } from '../output.ts';
@@ -27,9 +28,9 @@ export function registerPoolsCommands(program: Command): void {
     .addOption(
       new Option(
         '--memory-budget <size>',
-        'model memory each worker holds before evicting the least recently used, e.g. 512MiB, 2GB',
+        'model memory each worker holds before evicting the least recently used, e.g. 512MiB, 2GiB',
       )
-        .argParser(parseByteSize)
+        .argParser(byteSize)
         .makeOptionMandatory(),
     )
     .option('--team <team>', 'the team whose endpoints may use it (default: default)')
@@ -155,31 +156,4 @@ export function poolDetails(pool: PoolView): string {
         ).trimEnd(),
   );
   return `${lines.join('\n')}\n`;
-}
-
-const sizeUnits: Readonly<Record<string, number>> = {
-  '': 1,
-  b: 1,
-  k: 1e3,
-  kb: 1e3,
-  kib: 1024,
-  m: 1e6,
-  mb: 1e6,
-  mib: 1024 ** 2,
-  g: 1e9,
-  gb: 1e9,
-  gib: 1024 ** 3,
-  t: 1e12,
-  tb: 1e12,
-  tib: 1024 ** 4,
-};
-
-/** `512MiB`, `2GB`, `1.5g`, `1048576` → bytes (a whole number > 0). */
-export function parseByteSize(text: string): number {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(text);
-  const unit = sizeUnits[(match?.[2] ?? '').toLowerCase()];
-  const bytes = match === null || unit === undefined ? Number.NaN : Number(match[1]) * unit;
-  if (!Number.isFinite(bytes) || Math.floor(bytes) < 1)
-    throw new InvalidArgumentError('expected a size such as 512MiB, 2GB or 1048576 (bytes)');
-  return Math.floor(bytes);
 }
