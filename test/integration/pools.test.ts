@@ -18,6 +18,7 @@ import {
   testPlatform,
   type LocalFile,
 } from '../helpers/platform.ts';
+import { SteadyLoad } from '../helpers/steady-load.ts';
 
 const fixtures = new URL('../../fixtures/pools/', import.meta.url).pathname;
 const expected = JSON.parse(readFileSync(`${fixtures}expected.json`, 'utf8')) as {
@@ -250,4 +251,56 @@ test('a pool worker serves only the models deployed on its pool', async () => {
   const deleted = await call(platform.url, 'DELETE', '/api/v1/pools/tiny');
   assert.equal(deleted.status, 409);
   assert.equal(errorCode(deleted), 'KILN_POOL_IN_USE');
+});
+
+test('an endpoint moved onto the pool under load loses no request', async () => {
+  const registered = await register(platform.url, 'mover', 'xgboost', files[3]!);
+  assert.equal(registered.status, 201);
+  const own = await call(platform.url, 'PUT', '/api/v1/endpoints/mover', { model: 'mover' });
+  assert.equal(own.status, 201, JSON.stringify(own.body));
+  await waitUntil('mover ready on its own replica', async () => {
+    const shown = await call(platform.url, 'GET', '/api/v1/endpoints/mover');
+    return (shown.body as { status: { ready: boolean } }).status.ready;
+  });
+  const rows = expected.rows;
+  const want = expected.predictions['pool-3']!;
+  const load = new SteadyLoad({
+    url: `${platform.gatewayUrl}/v2/models/mover/infer`,
+    clients: 2,
+    next: (i) => {
+      const row = i % rows.length;
+      return {
+        tag: row,
+        body: JSON.stringify({
+          inputs: [{ name: 'input', shape: [1, 4], datatype: 'FP32', data: rows[row] }],
+        }),
+      };
+    },
+    check: (answer) => {
+      const data = (answer.body as { outputs?: { data: number[] }[] }).outputs?.[0]?.data;
+      const p = want[answer.tag]!;
+      return data !== undefined && Math.abs(data[0]! - p) <= 1e-6 * Math.max(1, Math.abs(p))
+        ? null
+        : `row ${answer.tag}: ${JSON.stringify(data)} vs ${p}`;
+    },
+  }).start();
+  try {
+    await load.waitForAnswers(1, 20);
+    const moved = await call(platform.url, 'PUT', '/api/v1/endpoints/mover', {
+      model: 'mover',
+      config: { pool: 'tiny' },
+    });
+    assert.equal(moved.status, 200, JSON.stringify(moved.body));
+    await waitUntil('its own replica gone, a pool worker holding it', async () => {
+      const shown = await call(platform.url, 'GET', '/api/v1/endpoints/mover');
+      const status = (shown.body as { status: { replicas: unknown[] } }).status;
+      const held = (await poolStatus()).some((s) => s.models.some((m) => m.endpoint === 'mover'));
+      return status.replicas.length === 0 && held;
+    });
+    await load.waitForAnswers(1, 20);
+  } finally {
+    const summary = await load.stop();
+    assert.deepEqual(summary.failures, []);
+    console.log(`moved onto the pool under load: ${summary.answered} answers, none failed`);
+  }
 });
