@@ -697,13 +697,17 @@ export class Reconciler {
     const revision = workerRevision(endpoint);
     if (this.established.get(endpoint.name) !== revision && stableFullyReady(endpoint, replicas))
       this.established.set(endpoint.name, revision);
-    return endpointRoute({
+    const route = endpointRoute({
       endpoint,
       traffic: this.traffic.get(endpoint.name) ?? null,
       replicas,
       facts: (model, version) => this.facts(model, version),
       stableEstablished: this.established.get(endpoint.name) === revision,
     });
+    // Moved off a pool: its workers serve it (as it was) until a replica of its own is ready.
+    const leaving = this.pools.leaving(endpoint.name);
+    if (route.replicas.length > 0 || leaving?.config.pool === undefined) return route;
+    return this.pools.route(leaving, [...this.replicas.values()], (m, v) => this.facts(m, v));
   }
 
   /** Format, schema and input names of a version, as far as known (declared, then reported). */

@@ -253,7 +253,7 @@ test('a pool worker serves only the models deployed on its pool', async () => {
   assert.equal(errorCode(deleted), 'KILN_POOL_IN_USE');
 });
 
-test('an endpoint moved onto the pool under load loses no request', async () => {
+test('an endpoint moved onto the pool and off again under load loses no request', async () => {
   const registered = await register(platform.url, 'mover', 'xgboost', files[3]!);
   assert.equal(registered.status, 201);
   const own = await call(platform.url, 'PUT', '/api/v1/endpoints/mover', { model: 'mover' });
@@ -298,9 +298,18 @@ test('an endpoint moved onto the pool under load loses no request', async () => 
       return status.replicas.length === 0 && held;
     });
     await load.waitForAnswers(1, 20);
+    // And off it again: the pool keeps serving it until its own replica is ready.
+    const back = await call(platform.url, 'PUT', '/api/v1/endpoints/mover', { model: 'mover' });
+    assert.equal(back.status, 200, JSON.stringify(back.body));
+    await waitUntil('its own replica ready, the pool no longer assigned it', async () => {
+      const shown = await call(platform.url, 'GET', '/api/v1/endpoints/mover');
+      const ready = (shown.body as { status: { ready: boolean } }).status.ready;
+      return ready && (await poolStatus()).every((s) => s.assigned === numModels);
+    });
+    await load.waitForAnswers(1, 20);
   } finally {
     const summary = await load.stop();
     assert.deepEqual(summary.failures, []);
-    console.log(`moved onto the pool under load: ${summary.answered} answers, none failed`);
+    console.log(`moved onto the pool and off under load: ${summary.answered} answers, none failed`);
   }
 });

@@ -89,6 +89,12 @@ export class PoolWorkers {
   private generation: number;
   /** Models checked against the signature policy, by endpoint revision. */
   private readonly checked = new Map<string, { model: PoolModel; atMs: number }>();
+  /**
+   * Endpoints last seen on a pool, as they were: one moved off stays in its pool's assignment
+   * (and routed there) until replicas of its own are ready, as a rollout keeps the old
+   * revision serving until the new one is.
+   */
+  private readonly lastOnPool = new Map<string, EndpointRecord>();
   /** Why an endpoint on a pool is in no assignment (its version is not trusted now). */
   private readonly refused = new Map<string, string>();
 
@@ -170,9 +176,10 @@ export class PoolWorkers {
     replicas: readonly PoolWorkerView[],
     nowMs: number,
   ): Promise<void> {
+    const served = this.servedRecords(endpoints, replicas);
     for (const pool of this.pools) {
       const models: PoolModel[] = [];
-      for (const endpoint of endpoints) {
+      for (const endpoint of served) {
         if (endpoint.config.pool !== pool.name) continue;
         const model = await this.checkedModel(endpoint, nowMs);
         if (model !== null) models.push(model);
@@ -202,6 +209,40 @@ export class PoolWorkers {
       pushes.push(this.push(replica.id, replica.url, plan));
     }
     await Promise.all(pushes);
+  }
+
+  /**
+   * An endpoint moved off a pool whose own replicas are not all ready yet: its record as it
+   * was on the pool (the pool still serves that), else null.
+   */
+  leaving(endpoint: string): EndpointRecord | null {
+    return this.lastOnPool.get(endpoint) ?? null;
+  }
+
+  /** The records the pools serve: those on a pool, and those moving off until they can. */
+  private servedRecords(
+    endpoints: readonly EndpointRecord[],
+    replicas: readonly PoolWorkerView[],
+  ): EndpointRecord[] {
+    const names = new Set(endpoints.map((e) => e.name));
+    for (const name of this.lastOnPool.keys()) if (!names.has(name)) this.lastOnPool.delete(name);
+    const served: EndpointRecord[] = [];
+    for (const endpoint of endpoints) {
+      if (endpoint.config.pool !== undefined) {
+        this.lastOnPool.set(endpoint.name, endpoint);
+        served.push(endpoint);
+        continue;
+      }
+      const before = this.lastOnPool.get(endpoint.name);
+      if (before === undefined) continue;
+      const revision = workerRevision(endpoint);
+      const ready = replicas.filter(
+        (r) => r.endpoint === endpoint.name && r.revision === revision && r.state === 'ready',
+      ).length;
+      if (ready >= endpoint.replicas) this.lastOnPool.delete(endpoint.name);
+      else served.push(before);
+    }
+    return served;
   }
 
   /** Why an endpoint deployed on a pool is not served (null: nothing wrong known). */
