@@ -37,6 +37,7 @@ export interface PoolWorkerView {
   readonly id: string;
   readonly state: string;
   readonly url: string | null;
+  readonly pid: number | null;
   readonly restarts: number;
   readonly reason: string | null;
   /** What it holds (asked of it); null when not ready or not reachable. */
@@ -71,6 +72,7 @@ export function registerPoolRoutes(
           id: r.id,
           state: r.state,
           url: r.url,
+          pid: r.pid,
           restarts: r.restarts,
           reason: r.reason,
           status: statuses.get(r.id) ?? null,

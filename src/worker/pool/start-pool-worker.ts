@@ -344,6 +344,11 @@ export async function startPoolWorker(
         return send(response, 200, { generation: assignment.generation, assigned: assigned.size });
       }
     }
+    // Its own name's metadata: what a platform adopting it asks before it counts it ready.
+    if (method === 'GET' && path === `/v2/models/${encodeURIComponent(spec.endpoint)}`) {
+      const own = { name: spec.endpoint, versions: ['0'], platform: 'kiln-pool' };
+      return send(response, 200, { ...own, inputs: [], outputs: [] });
+    }
     const match = /^\/v2\/models\/([^/]+)(?:\/.*)?$/.exec(path);
     if (match !== null) {
       let endpoint: string;
