@@ -23,6 +23,7 @@ import {
   readModelConfig,
 } from './llm-deploy-check.ts';
 import { resolveLlmServingConfig } from '../llm/serving/llm-serving-config.ts';
+import { resolveAutoscalePolicy, type AutoscalePolicy } from '../autoscale/autoscale-policy.ts';
 import {
   completeEndpointConfig,
   workerRevision,
@@ -135,7 +136,9 @@ export class EndpointService {
     await this.checkServingConfig(version, request.config ?? {});
     const team = request.team ?? model.team;
     checkName('team', team);
-    const config = completeEndpointConfig(request.config ?? {});
+    const autoscale = deployAutoscale(name, request);
+    const replicas = request.replicas ?? (autoscale === null ? 1 : autoscale.startReplicas);
+    const config = completeEndpointConfig(request.config ?? {}, autoscale?.policy);
     await checkPoolDeploy(this.registry.store, {
       config,
       format: version.format,
@@ -160,7 +163,7 @@ export class EndpointService {
         model: model.name,
         version: version.version,
         ref,
-        replicas: request.replicas ?? 1,
+        replicas,
         config,
       },
       {
@@ -176,8 +179,39 @@ export class EndpointService {
       options.actor ?? 'platform',
       request.warmGraceMs,
     );
+    if (autoscale !== null) await this.deployedScale(endpoint, autoscale.policy, request.replicas);
     await this.reconciler.trigger();
     return { endpoint: this.view(endpoint, version.format), created };
+  }
+
+  /**
+   * An autoscaled endpoint's count at deploy: created from `replicas`; on a redeploy the
+   * running count is kept (within the new min/max) unless `replicas` was asked for.
+   */
+  private async deployedScale(
+    endpoint: EndpointRecord,
+    policy: AutoscalePolicy,
+    asked: number | undefined,
+  ): Promise<void> {
+    const store = this.registry.store;
+    const current = await store.getEndpointScale(endpoint.name);
+    const inRange = (n: number): number =>
+      Math.min(policy.maxReplicas, Math.max(policy.minReplicas, n));
+    const to = asked ?? (current === null ? endpoint.replicas : inRange(current.replicas));
+    if (current !== null && current.replicas === to) return;
+    await store.setEndpointScale({
+      endpoint: endpoint.name,
+      replicas: to,
+      reason: `deployed with ${to} replicas (autoscaling ${policy.minReplicas}..${policy.maxReplicas})`,
+      event: {
+        endpoint: endpoint.name,
+        kind: 'manual',
+        from: current?.replicas ?? 0,
+        to,
+        mode: 'manual',
+        reason: 'deploy',
+      },
+    });
   }
 
   /** Refuses (400 naming the field, or 422 for a model the engine cannot run) before storing. */
@@ -277,6 +311,11 @@ export class EndpointService {
     // the old revision's still serve, but `kiln deploy --wait` waits for the new one.
     const revision = workerRevision(record);
     const current = replicas.filter((r) => r.revision === revision && r.state !== 'stopping');
+    // Autoscaled: the count it runs now (the autoscaler's), not the one deployed.
+    const running =
+      record.config.autoscale === undefined
+        ? record.replicas
+        : (this.reconciler.runningCount(record.name) ?? record.replicas);
     const route = this.reconciler.routing.current().endpoints.find((e) => e.name === record.name);
     // On a pool: served by the pool's workers that took it in their assignment.
     const pool = record.config.pool;
@@ -287,11 +326,14 @@ export class EndpointService {
     const reason =
       readyReplicas > 0
         ? null
-        : pool === undefined
-          ? whyNotReady(current, this.clock.now())
-          : (this.reconciler.pools.reason(record.name) ?? `waiting for a worker of pool ${pool}`);
+        : pool !== undefined
+          ? (this.reconciler.pools.reason(record.name) ?? `waiting for a worker of pool ${pool}`)
+          : running === 0 && current.length === 0
+            ? 'scaled to zero (woken by its next request)'
+            : whyNotReady(current, this.clock.now());
     return {
       ...record,
+      replicas: running,
       format,
       url:
         format === 'hf-llm'
@@ -347,4 +389,33 @@ export function whyNotReady(current: readonly ReplicaStatus[], nowMs: number): s
 /** Starting, but its worker has already reported a failure (it exits next). */
 function failingNow(replica: ReplicaStatus): boolean {
   return replica.state === 'starting' && replica.reason !== null && replica.lastFailure === null;
+}
+
+/**
+ * A deploy's autoscaling policy, checked and completed (KILN_AUTOSCALE_INVALID naming the
+ * field), and the count to start from: `replicas` when given, which must lie within
+ * min/max; else max(1, minReplicas) (an endpoint allowed to go to zero starts with one and
+ * goes there when idle). null: no policy.
+ */
+export function deployAutoscale(
+  name: string,
+  request: Pick<DeployRequest, 'config' | 'replicas'>,
+): { readonly policy: AutoscalePolicy; readonly startReplicas: number } | null {
+  const input = request.config?.autoscale;
+  if (input === undefined) return null;
+  const check = resolveAutoscalePolicy(input);
+  if (!check.ok)
+    throw kilnError('KILN_AUTOSCALE_INVALID', { endpoint: name, reason: check.reason });
+  const { policy } = check;
+  const replicas = request.replicas;
+  if (replicas !== undefined && (replicas < policy.minReplicas || replicas > policy.maxReplicas)) {
+    throw kilnError('KILN_AUTOSCALE_INVALID', {
+      endpoint: name,
+      reason: `replicas ${replicas} is outside minReplicas..maxReplicas (${policy.minReplicas}..${policy.maxReplicas})`,
+    });
+  }
+  return {
+    policy,
+    startReplicas: replicas ?? Math.min(policy.maxReplicas, Math.max(1, policy.minReplicas)),
+  };
 }

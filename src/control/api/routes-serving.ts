@@ -57,6 +57,8 @@ const deployBody = {
         maxConcurrency: { type: 'integer', minimum: 1, maximum: 1_000_000 },
         // A worker pool's name (issue 14): pool-deploy-check.ts says what may run there.
         pool: shortString,
+        // Its fields are checked by resolveAutoscalePolicy at deploy (each problem named).
+        autoscale: { type: 'object', maxProperties: 64 },
         // hf-llm only. Types here; ranges, the format and the model's own limits are checked
         // by the deploy (llm-deploy-check.ts), with messages that say what would work.
         llm: {
