@@ -26,13 +26,7 @@ import type {
   RoutingSnapshot,
   TeamLimit,
 } from '../gateway/routing-snapshot.ts';
-import type {
-  Backend,
-  ReplicaEvent,
-  ReplicaHandle,
-  ReplicaLaunch,
-  SurvivingReplica,
-} from './backends/backend.ts';
+import type { Backend, ReplicaEvent, ReplicaHandle, SurvivingReplica } from './backends/backend.ts';
 import {
   backoffResetAfterMs,
   failureKind,
@@ -595,12 +589,7 @@ export class Reconciler {
    * an endpoint, a pool's worker (pool-workers.ts).
    */
   private async launch(replica: Replica, endpoint: EndpointRecord | null): Promise<void> {
-    if (endpoint === null) {
-      const root = this.options.registry.artifacts.root;
-      const launch = this.pools.launch(replica, replica.endpoint, root);
-      if (launch !== null) this.startWorker(replica, launch);
-      return;
-    }
+    if (endpoint === null) return this.launchPoolWorker(replica);
     let version;
     try {
       ({ version } = await this.options.registry.trustedVersion(replica.model, replica.version));
@@ -610,27 +599,50 @@ export class Reconciler {
       return;
     }
     replica.digests = new Set(version.files.map((f) => f.sha256));
+    replica.reason = null;
+    replica.reasonCode = null;
+    replica.url = null;
+    replica.socketPath = null;
     const serving = workerServingSettings(version.format, endpoint.config);
-    this.startWorker(replica, {
-      replicaId: replica.id,
-      revision: replica.revision,
-      slot: replica.slot,
-      endpoint: replica.endpoint,
-      model: replica.model,
-      version: replica.version,
-      format: version.format,
-      files: version.files,
-      schema: version.schema,
-      artifactsRoot: this.options.registry.artifacts.root,
-      maxBodyBytes: serving.maxBodyBytes ?? defaultMaxBodyBytes,
-      config: serving.config,
-      batching: serving.batching,
-      defaultTimeoutMs: serving.defaultTimeoutMs,
-      ...(serving.llm === null ? {} : { llm: serving.llm }),
-    });
+    replica.launch += 1;
+    replica.launchedAtMs = this.options.clock.now();
+    replica.adopted = false;
+    const launch = replica.launch;
+    try {
+      replica.handle = this.options.backend.start(
+        {
+          replicaId: replica.id,
+          revision: replica.revision,
+          slot: replica.slot,
+          endpoint: replica.endpoint,
+          model: replica.model,
+          version: replica.version,
+          format: version.format,
+          files: version.files,
+          schema: version.schema,
+          artifactsRoot: this.options.registry.artifacts.root,
+          maxBodyBytes: serving.maxBodyBytes ?? defaultMaxBodyBytes,
+          config: serving.config,
+          batching: serving.batching,
+          defaultTimeoutMs: serving.defaultTimeoutMs,
+          ...(serving.llm === null ? {} : { llm: serving.llm }),
+        },
+        (event) => {
+          if (replica.launch === launch) this.onReplicaEvent(replica, event);
+        },
+      );
+    } catch (error) {
+      // The backend could not even start it (no disk for its folder, spawn refused): a
+      // failure like any other, retried with backoff, never a slot stuck in 'starting'.
+      this.markFailed(replica, `the worker could not be started: ${(error as Error).message}`);
+    }
   }
 
-  private startWorker(replica: Replica, spec: ReplicaLaunch): void {
+  /** A pool's worker: its launch is the pool's (no model of its own; pool-workers.ts). */
+  private launchPoolWorker(replica: Replica): void {
+    const root = this.options.registry.artifacts.root;
+    const spec = this.pools.launch(replica, replica.endpoint, root);
+    if (spec === null) return;
     replica.reason = null;
     replica.reasonCode = null;
     replica.url = null;
@@ -644,8 +656,6 @@ export class Reconciler {
         if (replica.launch === launch) this.onReplicaEvent(replica, event);
       });
     } catch (error) {
-      // The backend could not even start it (no disk for its folder, spawn refused): a
-      // failure like any other, retried with backoff, never a slot stuck in 'starting'.
       this.markFailed(replica, `the worker could not be started: ${(error as Error).message}`);
     }
   }
