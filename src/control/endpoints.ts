@@ -311,14 +311,17 @@ export class EndpointService {
     // the old revision's still serve, but `kiln deploy --wait` waits for the new one.
     const revision = workerRevision(record);
     const current = replicas.filter((r) => r.revision === revision && r.state !== 'stopping');
-    // Autoscaled: the count it runs now (the autoscaler's), not the one deployed.
-    const running =
-      record.config.autoscale === undefined
-        ? record.replicas
-        : (this.reconciler.runningCount(record.name) ?? record.replicas);
-    const route = this.reconciler.routing.current().endpoints.find((e) => e.name === record.name);
     // On a pool: served by the pool's workers that took it in their assignment.
     const pool = record.config.pool;
+    // Autoscaled: the count it runs now (the autoscaler's), not the one deployed; on a pool,
+    // the pool's workers.
+    const running =
+      pool !== undefined
+        ? (this.reconciler.pools.list().find((p) => p.name === pool)?.workers ?? record.replicas)
+        : record.config.autoscale === undefined
+          ? record.replicas
+          : (this.reconciler.runningCount(record.name) ?? record.replicas);
+    const route = this.reconciler.routing.current().endpoints.find((e) => e.name === record.name);
     const readyReplicas =
       pool === undefined
         ? current.filter((r) => r.state === 'ready').length

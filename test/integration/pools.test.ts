@@ -181,8 +181,14 @@ test('a pool of two workers serves 50 models under a budget that fits 10, every 
   }
   await waitUntil('every pool endpoint routed to both workers', async () => {
     const listed = await call(platform.url, 'GET', '/api/v1/endpoints');
-    const items = (listed.body as { items: { status: { readyReplicas: number } }[] }).items;
-    return items.length === numModels && items.every((e) => e.status.readyReplicas === 2);
+    const items = (
+      listed.body as { items: { replicas: number; status: { readyReplicas: number } }[] }
+    ).items;
+    // An endpoint on a pool counts the pool's workers as its replicas.
+    return (
+      items.length === numModels &&
+      items.every((e) => e.replicas === 2 && e.status.readyReplicas === 2)
+    );
   });
 
   // Pass 1: every model once. Each is loaded once, by one worker.
