@@ -97,6 +97,8 @@ export class PoolWorkers {
   private readonly lastOnPool = new Map<string, EndpointRecord>();
   /** Why an endpoint on a pool is in no assignment (its version is not trusted now). */
   private readonly refused = new Map<string, string>();
+  /** Push problems already said, by worker and assignment (each pass retries; said once). */
+  private readonly said = new Set<string>();
 
   constructor(private readonly options: PoolWorkersOptions) {
     this.generation = options.firstGeneration;
@@ -371,14 +373,22 @@ export class PoolWorkers {
       });
       const taken = (await response.json().catch(() => null)) as { generation?: unknown } | null;
       if (!response.ok || taken?.generation !== plan.assignment.generation) {
-        process.stderr.write(`pools: worker ${id} refused its assignment (${response.status})\n`);
+        this.sayOnce(id, plan, `refused its assignment (${response.status})`);
         return;
       }
       const revisions = new Map(plan.assignment.models.map((m) => [m.endpoint, m.revision]));
       this.acks.set(id, { url, key: plan.key, revisions });
     } catch (error) {
-      process.stderr.write(`pools: worker ${id}: assignment not delivered: ${String(error)}\n`);
+      this.sayOnce(id, plan, `assignment not delivered: ${String(error)}`);
     }
+  }
+
+  private sayOnce(id: string, plan: PoolPlan, problem: string): void {
+    const key = `${id} ${plan.assignment.generation}`;
+    if (this.said.has(key)) return;
+    if (this.said.size > 1000) this.said.clear();
+    this.said.add(key);
+    process.stderr.write(`pools: worker ${id}: ${problem} (retried every pass)\n`);
   }
 }
 
