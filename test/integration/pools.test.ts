@@ -104,6 +104,8 @@ async function predict(i: number): Promise<void> {
     outputs?: { data: number[] }[];
   };
   assert.equal(response.status, 200, `${endpointName(i)}: ${JSON.stringify(body)}`);
+  // The workers' residency is the gateway's business: not passed on to clients.
+  assert.equal(response.headers.get('kiln-pool-resident'), null);
   assert.equal(body.model_name, endpointName(i));
   const data = body.outputs?.[0]?.data ?? [];
   const want = expected.predictions[fixtureOf(i)]!;
