@@ -179,17 +179,20 @@ export class EndpointService {
       options.actor ?? 'platform',
       request.warmGraceMs,
     );
-    if (autoscale !== null) await this.deployedScale(endpoint, autoscale.policy, request.replicas);
+    if (autoscale !== null)
+      await this.deployedScale(endpoint, before, autoscale.policy, request.replicas);
     await this.reconciler.trigger();
     return { endpoint: this.view(endpoint, version.format), created };
   }
 
   /**
-   * An autoscaled endpoint's count at deploy: created from `replicas`; on a redeploy the
-   * running count is kept (within the new min/max) unless `replicas` was asked for.
+   * An autoscaled endpoint's count at deploy: `replicas` when asked for; else on a redeploy the
+   * count it runs is kept (within the new min/max) — the autoscaler's when it was autoscaled,
+   * its fixed count when autoscaling starts now — and a new endpoint starts at `replicas`.
    */
   private async deployedScale(
     endpoint: EndpointRecord,
+    before: EndpointRecord | null,
     policy: AutoscalePolicy,
     asked: number | undefined,
   ): Promise<void> {
@@ -197,7 +200,13 @@ export class EndpointService {
     const current = await store.getEndpointScale(endpoint.name);
     const inRange = (n: number): number =>
       Math.min(policy.maxReplicas, Math.max(policy.minReplicas, n));
-    const to = asked ?? (current === null ? endpoint.replicas : inRange(current.replicas));
+    const running =
+      before === null
+        ? null
+        : before.config.autoscale !== undefined && current !== null
+          ? current.replicas
+          : before.replicas;
+    const to = asked ?? (running === null ? endpoint.replicas : inRange(running));
     if (current !== null && current.replicas === to) return;
     await store.setEndpointScale({
       endpoint: endpoint.name,

@@ -62,6 +62,7 @@ void test('scaling API: reports checked whole, wake from zero, policy, state, ev
       'positive',
     ],
     [{ surprise: 1 }, 'unknown property "surprise"'],
+    [{ latencyMs: new HistogramSketch(0.05).snapshot() }, 'relativeAccuracy must be 0.01'],
   ] as const) {
     const refused = await call(platform.url, 'POST', '/api/v1/scaling/reports', report('e', over));
     assert.equal(refused.status, 400, JSON.stringify(over));

@@ -157,3 +157,30 @@ test('deploy refuses a bad policy and a replica count outside min..max, naming t
   const stored = (await store.getEndpoint('e'))?.config.autoscale;
   assert.equal(stored?.stableWindowMs, 60_000, 'stored with its defaults');
 });
+
+test('autoscaling added by a redeploy starts from the count the endpoint runs, within min..max', async (t) => {
+  const { endpoints, store } = await setup(t);
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 3 });
+  await endpoints.deploy('e', {
+    model: 'a',
+    version: 1,
+    config: { autoscale: { minReplicas: 1, maxReplicas: 5 } },
+  });
+  assert.equal((await store.getEndpointScale('e'))?.replicas, 3);
+  await store.setEndpointScale({ endpoint: 'e', replicas: 4, reason: 'load' });
+  // A narrower policy: the autoscaler's 4, brought within 1..2.
+  await endpoints.deploy('e', {
+    model: 'a',
+    version: 1,
+    config: { autoscale: { minReplicas: 1, maxReplicas: 2 } },
+  });
+  assert.equal((await store.getEndpointScale('e'))?.replicas, 2);
+  // Asked for: taken as it is.
+  await endpoints.deploy('e', {
+    model: 'a',
+    version: 1,
+    replicas: 1,
+    config: { autoscale: { minReplicas: 1, maxReplicas: 2 } },
+  });
+  assert.equal((await store.getEndpointScale('e'))?.replicas, 1);
+});
