@@ -119,6 +119,17 @@ async function predict(i: number): Promise<void> {
   });
 }
 
+async function timed(run: () => Promise<void>): Promise<number> {
+  const started = performance.now();
+  await run();
+  return performance.now() - started;
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+}
+
 /** The counts every worker's status must agree on, whatever the order of requests. */
 function checkCounts(statuses: readonly PoolWorkerStatus[], requests: number): void {
   const sum = (f: (s: PoolWorkerStatus) => number): number =>
@@ -194,7 +205,8 @@ test('a pool of two workers serves 50 models under a budget that fits 10, every 
   });
 
   // Pass 1: every model once. Each is loaded once, by one worker.
-  for (let i = 0; i < numModels; i++) await predict(i);
+  const missMs: number[] = [];
+  for (let i = 0; i < numModels; i++) missMs.push(await timed(() => predict(i)));
   let statuses = await poolStatus();
   checkCounts(statuses, numModels);
   assert.equal(
@@ -208,7 +220,17 @@ test('a pool of two workers serves 50 models under a budget that fits 10, every 
 
   // A hot few, three times each: after its first request (a load at most) each is a hit.
   const hitsBefore = statuses.reduce((n, s) => n + s.hits, 0);
-  for (let round = 0; round < 3; round++) for (let i = 0; i < 5; i++) await predict(i);
+  const hitMs: number[] = [];
+  for (let round = 0; round < 3; round++)
+    for (let i = 0; i < 5; i++) {
+      const ms = await timed(() => predict(i));
+      if (round > 0) hitMs.push(ms);
+    }
+  // Printed, not asserted: what a load costs a request here (figures for docs/pools.md).
+  console.log(
+    `request through the gateway, p50: ${median(missMs).toFixed(1)} ms when it loads the model, ` +
+      `${median(hitMs).toFixed(1)} ms when loaded`,
+  );
   statuses = await poolStatus();
   checkCounts(statuses, numModels + 15);
   assert.ok(statuses.reduce((n, s) => n + s.hits, 0) - hitsBefore >= 10);
