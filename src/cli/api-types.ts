@@ -144,6 +144,8 @@ export interface EndpointConfig {
   maxConcurrency?: number;
   /** hf-llm endpoints only: the engine's and the streams' settings (absent = defaults). */
   llm?: LlmSettings;
+  /** Served by this worker pool (`--pool`), not by replicas of its own. */
+  pool?: string;
   /** Autoscaling (checked and completed by the platform; docs/autoscaling.md). */
   autoscale?: AutoscaleSettings;
   /** What one replica needs of a node (placement); absent: nothing (best effort). */

@@ -21,6 +21,7 @@ import { registerLlmCommands } from './commands/llm.ts';
 import { registerModelsCommands } from './commands/models.ts';
 import { registerPlacementCommands } from './commands/placement.ts';
 import { registerPolicyCommands } from './commands/policy.ts';
+import { registerPoolsCommands } from './commands/pools.ts';
 import { registerPredictCommand } from './commands/predict.ts';
 import { registerRolloutCommands } from './commands/rollout.ts';
 import { registerSimulateCommand } from './commands/simulate.ts';
@@ -69,6 +70,7 @@ export function buildProgram(): Command {
   registerDeployCommand(program);
   registerRolloutCommands(program);
   registerEndpointsCommands(program);
+  registerPoolsCommands(program);
   registerTrafficCommands(program);
   registerAutoscaleCommands(program);
   registerExperimentsCommands(program);

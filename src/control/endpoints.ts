@@ -30,6 +30,7 @@ import {
   workerRevision,
   type EndpointConfigInput,
 } from './serving-defaults.ts';
+import { checkPoolDeploy } from './pools/pool-deploy-check.ts';
 
 export interface DeployRequest {
   readonly model: string;
@@ -147,6 +148,12 @@ export class EndpointService {
     const replicas = request.replicas ?? (autoscale === null ? 1 : autoscale.startReplicas);
     const config = completeEndpointConfig(request.config ?? {}, autoscale?.policy);
     checkDeployPlacement(name, config, version.sizeBytes, this.reconciler.placer);
+    await checkPoolDeploy(this.registry.store, {
+      config,
+      format: version.format,
+      team,
+      replicas: request.replicas,
+    });
     // Replacing the stable version is refused while a rollout or experiment runs on it;
     // a deploy of the same version (new replicas, new settings) is not.
     const existing = await this.registry.store.getEndpoint(name);
@@ -322,19 +329,29 @@ export class EndpointService {
     // the old revision's still serve, but `kiln deploy --wait` waits for the new one.
     const revision = workerRevision(record);
     const current = replicas.filter((r) => r.revision === revision && r.state !== 'stopping');
-    const readyReplicas = current.filter((r) => r.state === 'ready').length;
-    // Autoscaled: the count it runs now (the autoscaler's), not the one deployed.
+    // On a pool: served by the pool's workers that took it in their assignment.
+    const pool = record.config.pool;
+    // Autoscaled: the count it runs now (the autoscaler's), not the one deployed; on a pool,
+    // the pool's workers.
     const running =
-      record.config.autoscale === undefined
-        ? record.replicas
-        : (this.reconciler.runningCount(record.name) ?? record.replicas);
+      pool !== undefined
+        ? (this.reconciler.pools.list().find((p) => p.name === pool)?.workers ?? record.replicas)
+        : record.config.autoscale === undefined
+          ? record.replicas
+          : (this.reconciler.runningCount(record.name) ?? record.replicas);
+    const route = this.reconciler.routing.current().endpoints.find((e) => e.name === record.name);
+    const readyReplicas =
+      pool === undefined
+        ? current.filter((r) => r.state === 'ready').length
+        : (route?.replicas.length ?? 0);
     const reason =
       readyReplicas > 0
         ? null
-        : running === 0 && current.length === 0
-          ? 'scaled to zero (woken by its next request)'
-          : whyNotReady(current, this.clock.now());
-    const route = this.reconciler.routing.current().endpoints.find((e) => e.name === record.name);
+        : pool !== undefined
+          ? (this.reconciler.pools.reason(record.name) ?? `waiting for a worker of pool ${pool}`)
+          : running === 0 && current.length === 0
+            ? 'scaled to zero (woken by its next request)'
+            : whyNotReady(current, this.clock.now());
     return {
       ...record,
       replicas: running,

@@ -51,6 +51,7 @@ import {
   type VersionFacts,
   type VersionRole,
 } from './endpoint-route.ts';
+import { PoolWorkers, poolOfWorkerEndpoint } from './pools/pool-workers.ts';
 
 export { defaultMaxBodyBytes };
 
@@ -203,6 +204,8 @@ export interface ReconcilerOptions {
 
 export class Reconciler {
   readonly routing: RoutingTable;
+  /** Worker pools (issue 14): their workers run as replicas of hidden endpoints. */
+  readonly pools: PoolWorkers;
   private readonly replicas = new Map<string, Replica>();
   /** Schemas the workers reported, by "model@version" (used when none was declared). */
   private readonly reportedSchemas = new Map<string, ModelSchema>();
@@ -244,6 +247,10 @@ export class Reconciler {
       { auth: options.auth, endpoints: [], apiKeys: [], teamLimits: [] },
       options.clock,
     );
+    this.pools = new PoolWorkers({
+      registry: options.registry,
+      firstGeneration: options.clock.now(),
+    });
     // Gateways get no snapshot before the first pass has published the replicas that exist
     // (adopted ones included): the empty initial one would take them all out of the routing.
     this.routing.holdUntil(new Promise<void>((resolve) => (this.firstPassDone = resolve)));
@@ -277,6 +284,7 @@ export class Reconciler {
         void survivor.stop(30_000); // a second holder of one slot: never in any snapshot of ours
         continue;
       }
+      this.pools.adopted(launch);
       // New replicas of this platform get ids after the adopted ones'.
       this.launches = Math.max(this.launches, launchNumber(launch.replicaId));
       const replica = newReplica({
@@ -453,6 +461,7 @@ export class Reconciler {
       endpoint: k.endpoint,
     }));
     this.traffic = new Map((await store.listEndpointTraffic()).map((t) => [t.endpoint, t]));
+    this.pools.refresh(await store.listPools());
     await this.dropExpiredWarm();
     this.revisions = new Map();
     const desired = this.endpoints.map((e) => {
@@ -473,14 +482,20 @@ export class Reconciler {
     // And what the replicas serve: one adopted from a platform before may serve a version no
     // endpoint names any more (redeployed meanwhile), routed until its successor is ready.
     for (const replica of this.replicas.values())
-      await this.learnVersion(replica.model, replica.version);
+      if (poolOfWorkerEndpoint(replica.endpoint) === null)
+        await this.learnVersion(replica.model, replica.version);
     this.stopHungStarts();
     await this.launchUnplaced();
+    const planned = desired.map(({ versions: _routing, ...plan }) => plan);
     const actions = planReplicas(
-      desired.map(({ versions: _routing, ...plan }) => plan),
+      // Endpoints on a pool have no replicas of their own; the pools' workers do.
+      [...this.pools.withoutPoolEndpoints(planned, this.endpoints), ...this.pools.desired()],
       [...this.replicas.values()],
       this.options.clock.now(),
     );
+    // Assignments first: an endpoint moving onto a pool is routed to its workers before the
+    // stops below publish a snapshot without its own replicas.
+    await this.pools.sync(this.endpoints, [...this.replicas.values()], this.options.clock.now());
     for (const action of actions) await this.execute(action);
     this.publish();
   }
@@ -536,15 +551,15 @@ export class Reconciler {
   private async execute(action: ReplicaAction): Promise<void> {
     switch (action.kind) {
       case 'start': {
-        const endpoint = this.endpoints.find((e) => e.name === action.endpoint);
-        if (endpoint === undefined) return;
+        const endpoint = this.endpoints.find((e) => e.name === action.endpoint) ?? null;
+        if (endpoint === null && poolOfWorkerEndpoint(action.endpoint) === null) return;
         // Several revisions of one endpoint run at once (policy versions, warm, staged): the
         // model is the revision's, and the launch count keeps ids unique across them.
-        const model = this.revisions.get(action.revision)?.model ?? endpoint.model;
+        const model = this.revisions.get(action.revision)?.model ?? endpoint?.model ?? '';
         this.launches += 1;
         const replica = newReplica({
-          id: `${endpoint.name}-v${action.version}-r${action.slot}-${this.launches}`,
-          endpoint: endpoint.name,
+          id: `${action.endpoint}-v${action.version}-r${action.slot}-${this.launches}`,
+          endpoint: action.endpoint,
           model,
           version: action.version,
           revision: action.revision,
@@ -556,8 +571,9 @@ export class Reconciler {
       }
       case 'restart': {
         const replica = this.replicas.get(action.replicaId);
-        const endpoint = this.endpoints.find((e) => e.name === replica?.endpoint);
-        if (replica === undefined || endpoint === undefined) return;
+        const endpoint = this.endpoints.find((e) => e.name === replica?.endpoint) ?? null;
+        if (replica === undefined) return;
+        if (endpoint === null && poolOfWorkerEndpoint(replica.endpoint) === null) return;
         replica.restarts += 1;
         replica.state = 'starting';
         replica.restartAtMs = null;
@@ -592,8 +608,12 @@ export class Reconciler {
     }
   }
 
-  /** Checks the version may be served (signature policy now), then starts a worker. */
-  private async launch(replica: Replica, endpoint: EndpointRecord): Promise<void> {
+  /**
+   * Checks the version may be served (signature policy now), then starts a worker; without
+   * an endpoint, a pool's worker (pool-workers.ts).
+   */
+  private async launch(replica: Replica, endpoint: EndpointRecord | null): Promise<void> {
+    if (endpoint === null) return this.launchPoolWorker(replica);
     let version;
     try {
       ({ version } = await this.options.registry.trustedVersion(replica.model, replica.version));
@@ -702,6 +722,28 @@ export class Reconciler {
     return ids;
   }
 
+  /** A pool's worker: its launch is the pool's (no model of its own; pool-workers.ts). */
+  private launchPoolWorker(replica: Replica): void {
+    const root = this.options.registry.artifacts.root;
+    const spec = this.pools.launch(replica, replica.endpoint, root);
+    if (spec === null) return;
+    replica.reason = null;
+    replica.reasonCode = null;
+    replica.url = null;
+    replica.socketPath = null;
+    replica.launch += 1;
+    replica.launchedAtMs = this.options.clock.now();
+    replica.adopted = false;
+    const launch = replica.launch;
+    try {
+      replica.handle = this.options.backend.start(spec, (event) => {
+        if (replica.launch === launch) this.onReplicaEvent(replica, event);
+      });
+    } catch (error) {
+      this.markFailed(replica, `the worker could not be started: ${(error as Error).message}`);
+    }
+  }
+
   /** Stops replicas still starting past the start timeout; the plan restarts them. */
   private stopHungStarts(): void {
     const limit = this.options.startTimeoutMs ?? 600_000;
@@ -802,17 +844,23 @@ export class Reconciler {
   // ------------------------------------------------------------------ routing
 
   private route(endpoint: EndpointRecord): EndpointRoute {
+    if (endpoint.config.pool !== undefined)
+      return this.pools.route(endpoint, [...this.replicas.values()], (m, v) => this.facts(m, v));
     const replicas = [...this.replicas.values()].filter((r) => r.endpoint === endpoint.name);
     const revision = workerRevision(endpoint);
     if (this.established.get(endpoint.name) !== revision && stableFullyReady(endpoint, replicas))
       this.established.set(endpoint.name, revision);
-    return endpointRoute({
+    const route = endpointRoute({
       endpoint,
       traffic: this.traffic.get(endpoint.name) ?? null,
       replicas,
       facts: (model, version) => this.facts(model, version),
       stableEstablished: this.established.get(endpoint.name) === revision,
     });
+    // Moved off a pool: its workers serve it (as it was) until a replica of its own is ready.
+    const leaving = this.pools.leaving(endpoint.name);
+    if (route.replicas.length > 0 || leaving?.config.pool === undefined) return route;
+    return this.pools.route(leaving, [...this.replicas.values()], (m, v) => this.facts(m, v));
   }
 
   /** Format, schema and input names of a version, as far as known (declared, then reported). */

@@ -44,6 +44,8 @@ import type { TokenBucket } from './token-bucket.ts';
 import type { GatewayRequest, GatewayResponse } from './http-types.ts';
 import type { EndpointSeries } from './metrics.ts';
 import { pickReplica } from './replica-picker.ts';
+import { notePoolResidency, pickPoolReplica } from './pool-replica-picker.ts';
+import { poolResidentHeader } from '../protocol/pool/pool-protocol.ts';
 import type { ReplicaState } from './replica-set.ts';
 import { adaptInferBody, checkInferBody, decodeInferBody } from './request-check.ts';
 import { encodeTensorRequest } from '../protocol/channel/tensor-frames.ts';
@@ -346,7 +348,11 @@ export class InferExchange
       return;
     }
     const entry = latest ?? this.entry;
-    const replica = pickReplica(entry.replicas, entry.cursor++, performance.now(), failed);
+    // A pool endpoint goes where its model is loaded, else to its rendezvous worker.
+    const replica =
+      entry.route.pool === undefined
+        ? pickReplica(entry.replicas, entry.cursor++, performance.now(), failed)
+        : pickPoolReplica(entry.replicas, entry.name, performance.now(), failed);
     if (replica === null) {
       // An endpoint at zero that scales from zero: held until it has a replica (infer only).
       if (this.method === 'POST' && this.holdForActivation(entry.name)) return;
@@ -399,6 +405,8 @@ export class InferExchange
       return;
     }
     const replica = this.replica!;
+    if (this.entry.route.pool !== undefined)
+      notePoolResidency(replica, headers[poolResidentHeader]);
     this.responseStarted = true;
     this.status = statusCode;
     this.answeredBy = replica;

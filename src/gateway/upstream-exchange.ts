@@ -74,6 +74,8 @@ export const skippedResponseHeaders: ReadonlySet<string> = new Set([
   'kiln-model-version',
   'kiln-model',
   'kiln-replica',
+  // A pool worker's residency (pool-replica-picker.ts): other endpoints' names.
+  'kiln-pool-resident',
 ]);
 
 export abstract class UpstreamExchange<Settings extends UpstreamSettings>

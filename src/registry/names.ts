@@ -5,7 +5,7 @@ import { kilnError } from '../core/errors.ts';
 
 const namePattern = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 
-export type NameKind = 'model' | 'team' | 'alias' | 'key' | 'endpoint' | 'token';
+export type NameKind = 'model' | 'team' | 'alias' | 'key' | 'endpoint' | 'token' | 'pool';
 
 export function nameProblem(kind: NameKind, name: string): string | null {
   if (!namePattern.test(name)) {

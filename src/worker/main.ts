@@ -12,6 +12,7 @@ import { dirname, join, resolve } from 'node:path';
 import { identifyProcess } from '../core/process-identity.ts';
 import { readWorkerSpec, workerRecordFile, type WorkerEvent } from './worker-spec.ts';
 import { startWorker } from './start-worker.ts';
+import { startPoolWorker } from './pool/start-pool-worker.ts';
 
 const specIndex = process.argv.indexOf('--spec');
 const specPath = specIndex >= 0 ? process.argv[specIndex + 1] : undefined;
@@ -102,7 +103,10 @@ if (stdinIsPipe()) {
 // Recorded once it can be stopped (above): from here on a platform scanning the folders finds it.
 record({});
 
-worker = await startWorker(spec, emit);
+// A pool worker (issue 14) serves the models the control plane assigns it, loaded on demand.
+const pool = spec.pool ?? null;
+worker =
+  pool === null ? await startWorker(spec, emit) : await startPoolWorker({ ...spec, pool }, emit);
 await worker.loaded;
 loaded = true;
 if (worker.state.phase === 'failed') {

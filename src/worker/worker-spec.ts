@@ -8,6 +8,7 @@ import type { ManifestFile } from '../registry/manifest.ts';
 import type { LlmServingConfig } from '../llm/serving/llm-serving-config.ts';
 import type { RuntimeConfig } from '../runtimes/runtime.ts';
 import type { BatchingConfig } from '../store/serving-records.ts';
+import type { PoolWorkerSettings } from '../protocol/pool/pool-protocol.ts';
 
 export interface WorkerSpec {
   readonly replicaId: string;
@@ -39,6 +40,11 @@ export interface WorkerSpec {
   readonly defaultTimeoutMs: number | null;
   /** An hf-llm endpoint's serving settings (defaults filled by the worker); absent otherwise. */
   readonly llm?: LlmServingConfig | null;
+  /**
+   * A pool worker (issue 14, src/worker/pool/): serves no model of its own (model, files and
+   * schema are placeholders) but the endpoints the control plane assigns it, loaded on demand.
+   */
+  readonly pool?: PoolWorkerSettings | null;
 }
 
 /**

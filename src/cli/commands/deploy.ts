@@ -77,6 +77,8 @@ export interface DeployOptions extends LlmFlags, RolloutFlags, ResourceFlags {
   readonly batching?: boolean;
   readonly timeoutMs?: number;
   readonly maxConcurrency?: number;
+  /** Serve it on this worker pool (`kiln pools create`) instead of replicas of its own. */
+  readonly pool?: string;
   /** Autoscaling (config.autoscale): merged into the endpoint's current policy. */
   readonly minReplicas?: number;
   readonly maxReplicas?: number;
@@ -166,6 +168,10 @@ export function registerDeployCommand(program: Command): void {
       '--warm-grace <duration>',
       "keep the replaced version running this long for an instant rollback, e.g. 30m, or 0 (default: the platform's, 10m)",
       warmGraceOption,
+    )
+    .option(
+      '--pool <name>',
+      'serve it on this worker pool (loaded on demand beside other models) instead of replicas of its own',
     )
     .option('--wait', 'wait until every replica is ready (a rollout: until it has finished)')
     .option('--timeout-s <seconds>', 'with --wait: give up after this long', integerOption(1), 120)
@@ -329,8 +335,9 @@ export function keepCurrent(
   if (given.config.autoscale !== undefined)
     config.autoscale = mergeAutoscale(current.config.autoscale, given.config.autoscale);
   const merged: DeployBody = { ...given, team: given.team ?? current.team, config };
-  // Autoscaled: the platform keeps the count running (within the policy) unless asked.
-  if (given.replicas !== undefined || config.autoscale === undefined)
+  // Autoscaled: the platform keeps the count running (within the policy) unless asked. On a
+  // pool the pool's workers are the capacity: the current replica count is not kept either.
+  if (given.replicas !== undefined || (config.autoscale === undefined && config.pool === undefined))
     merged.replicas = given.replicas ?? current.replicas;
   return merged;
 }
@@ -379,6 +386,7 @@ export function deployBody(
   } else if (Object.keys(batching).length > 0) config.batching = batching;
   if (options.timeoutMs !== undefined) config.timeoutMs = options.timeoutMs;
   if (options.maxConcurrency !== undefined) config.maxConcurrency = options.maxConcurrency;
+  if (options.pool !== undefined) config.pool = options.pool;
   if (Object.keys(llm).length > 0) config.llm = llm;
   const autoscale: AutoscaleSettings = {};
   if (options.minReplicas !== undefined) autoscale.minReplicas = options.minReplicas;

@@ -12,6 +12,7 @@ import { registerGoldenRoutes } from './routes-golden.ts';
 import { registerModelRoutes } from './routes-models.ts';
 import { registerRolloutRoutes } from './routes-rollouts.ts';
 import { registerSystemRoutes } from './routes-system.ts';
+import { registerPoolRoutes } from './routes-pools.ts';
 import { registerServingRoutes } from './routes-serving.ts';
 import { registerTrafficRoutes } from './routes-traffic.ts';
 import { registerScalingRoutes } from './routes-scaling.ts';
@@ -88,6 +89,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     registerServingRoutes(app, options.registry.store, endpoints, reconciler);
     registerTrafficRoutes(app, options.registry.store, endpoints.traffic);
     registerPlacementRoutes(app, reconciler);
+    registerPoolRoutes(app, options.registry.store, reconciler);
     const traffic = endpoints.traffic;
     const experiments = new ExperimentService(
       options.registry.store,

@@ -55,6 +55,8 @@ const deployBody = {
         },
         timeoutMs: { type: 'integer', minimum: 1, maximum: 3_600_000 },
         maxConcurrency: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+        // A worker pool's name (issue 14): pool-deploy-check.ts says what may run there.
+        pool: shortString,
         // Its fields are checked by resolveAutoscalePolicy at deploy (each problem named).
         autoscale: { type: 'object', maxProperties: 64 },
         // Placement (issue 14): checked whole by the deploy (resource-request.ts), naming the field.
