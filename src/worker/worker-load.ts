@@ -33,6 +33,9 @@ export interface WorkerLoadMeterOptions {
   readonly intervalMs?: number;
 }
 
+/** Shortest window a CPU figure is given for; a younger meter reports 0. */
+const minWindowMs = 100;
+
 const processCpuMicros = (): number => {
   const usage = process.cpuUsage();
   return usage.user + usage.system;
@@ -61,11 +64,17 @@ export class WorkerLoadMeter {
     if (this.samples.length > this.keep) this.samples.shift();
   }
 
+  /** Forgets every sample: the next window starts at the next sample. */
+  reset(): void {
+    this.samples.length = 0;
+  }
+
   /** CPU used over about the last second, in cores (1 = one core busy throughout). */
   cpuCores(): number {
     const endMs = this.nowMs();
     const base = this.baseFor(endMs);
-    if (base === null || endMs <= base.atMs) return 0;
+    // A window of a few ms (a worker just ready) would be a ratio of two jitters: not yet.
+    if (base === null || endMs - base.atMs < minWindowMs) return 0;
     const cores = (this.cpuMicros() - base.cpuMicros) / 1000 / (endMs - base.atMs);
     return Math.max(0, cores);
   }

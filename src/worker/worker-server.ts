@@ -200,8 +200,20 @@ export function createWorkerServer(
   // The worker's load for the autoscaler (GET /kiln/v1/load), sampled while it listens.
   const load = new WorkerLoadMeter();
   const threads = workerThreads(spec);
-  const loadReport = (): ReturnType<typeof workerLoadReport> =>
-    workerLoadReport(state, load, threads);
+  // Copying, loading and warming up the model are no load of serving (a fresh replica would
+  // report a busy core): the window starts when the worker is ready — at the first sample
+  // or report after, so no report in between can carry the loading.
+  let readySeen = false;
+  const startWindowAtReady = (): void => {
+    if (readySeen || state.phase !== 'ready') return;
+    readySeen = true;
+    load.reset();
+    load.sample();
+  };
+  const loadReport = (): ReturnType<typeof workerLoadReport> => {
+    startWindowAtReady();
+    return workerLoadReport(state, load, threads);
+  };
 
   function notReady(): KilnError {
     return kilnError('KILN_MODEL_NOT_READY', {
@@ -516,6 +528,7 @@ export function createWorkerServer(
   let stopSampling: (() => void) | null = null;
   server.on('listening', () => {
     stopSampling ??= load.run(async () => {
+      startWindowAtReady();
       const engine = state.llm?.engine;
       if (engine === undefined) return {};
       return { [generatedTokens]: (await engine.stats()).generationTokensTotal };

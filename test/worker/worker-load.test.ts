@@ -49,7 +49,7 @@ test('CPU in cores over the newest window at least a second long, ending now', (
   assert.equal(meter.cpuCores(), (1_600_000 - 250_000) / 1000 / 1100);
 });
 
-test('a young meter measures from its first sample; old samples are dropped', () => {
+test('a young meter measures from its first sample; old samples are dropped; reset', () => {
   const { meter, at } = fakeMeter();
   meter.sample();
   at.ms += 400;
@@ -62,6 +62,16 @@ test('a young meter measures from its first sample; old samples are dropped', ()
   }
   at.cpuMicros += 300_000;
   assert.equal(meter.cpuCores(), 0.3);
+  // Reset (the worker became ready: its load is no serving load): measured from what follows.
+  meter.reset();
+  assert.equal(meter.cpuCores(), 0);
+  meter.sample();
+  at.ms += 50;
+  at.cpuMicros += 40_000;
+  assert.equal(meter.cpuCores(), 0, 'under 100 ms: too short to tell');
+  at.ms += 450;
+  at.cpuMicros += 10_000;
+  assert.equal(meter.cpuCores(), 0.1);
 });
 
 test('a sampled counter gives a rate per second over the window; 0 without two samples', () => {
@@ -160,4 +170,16 @@ test('GET /kiln/v1/load with batching: the batcher queue is the queue depth', as
   const after = await loadOf(harness.url);
   assert.equal(after.queueDepth, 0);
   assert.equal(after.inFlight, 0);
+});
+
+test('the CPU window starts when the worker is ready: loading is no serving load', async (t) => {
+  const harness = await startStub(null, 0, { config: { intraOpThreads: 1 } });
+  t.after(() => harness.close());
+  harness.state.phase = 'loading';
+  // A load that keeps this process's CPU busy well past the meter's first samples.
+  const until = performance.now() + 300;
+  while (performance.now() < until) Math.sqrt(Math.random());
+  harness.state.phase = 'ready';
+  // The first report after ready starts the window: nothing measured yet.
+  assert.equal((await loadOf(harness.url)).cpu, 0);
 });
