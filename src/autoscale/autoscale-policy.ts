@@ -219,6 +219,12 @@ export function resolveAutoscalePolicy(input: unknown): AutoscalePolicyCheck {
 
   const scaleToZero = resolveScaleToZero(input.scaleToZero, minReplicas, problems);
   const predictive = resolvePredictive(input.predictive, problems);
+  if (predictive !== undefined && signal !== 'concurrency' && signal !== 'qps') {
+    // The demand history the profile learns from is the gateways' (arrivals, concurrency).
+    problems.push(
+      `predictive needs signal concurrency or qps (the demand history), not '${signal}'`,
+    );
+  }
 
   if (problems.length > 0 || minReplicas === undefined || maxReplicas === undefined) {
     return { ok: false, reason: problems.join('; ') };

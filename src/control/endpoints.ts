@@ -172,17 +172,20 @@ export class EndpointService {
       options.actor ?? 'platform',
       request.warmGraceMs,
     );
-    if (autoscale !== null) await this.deployedScale(endpoint, autoscale.policy, request.replicas);
+    if (autoscale !== null)
+      await this.deployedScale(endpoint, before, autoscale.policy, request.replicas);
     await this.reconciler.trigger();
     return { endpoint: this.view(endpoint, version.format), created };
   }
 
   /**
-   * An autoscaled endpoint's count at deploy: created from `replicas`; on a redeploy the
-   * running count is kept (within the new min/max) unless `replicas` was asked for.
+   * An autoscaled endpoint's count at deploy: `replicas` when asked for; else on a redeploy the
+   * count it runs is kept (within the new min/max) — the autoscaler's when it was autoscaled,
+   * its fixed count when autoscaling starts now — and a new endpoint starts at `replicas`.
    */
   private async deployedScale(
     endpoint: EndpointRecord,
+    before: EndpointRecord | null,
     policy: AutoscalePolicy,
     asked: number | undefined,
   ): Promise<void> {
@@ -190,7 +193,13 @@ export class EndpointService {
     const current = await store.getEndpointScale(endpoint.name);
     const inRange = (n: number): number =>
       Math.min(policy.maxReplicas, Math.max(policy.minReplicas, n));
-    const to = asked ?? (current === null ? endpoint.replicas : inRange(current.replicas));
+    const running =
+      before === null
+        ? null
+        : before.config.autoscale !== undefined && current !== null
+          ? current.replicas
+          : before.replicas;
+    const to = asked ?? (running === null ? endpoint.replicas : inRange(running));
     if (current !== null && current.replicas === to) return;
     await store.setEndpointScale({
       endpoint: endpoint.name,
@@ -305,10 +314,21 @@ export class EndpointService {
     const revision = workerRevision(record);
     const current = replicas.filter((r) => r.revision === revision && r.state !== 'stopping');
     const readyReplicas = current.filter((r) => r.state === 'ready').length;
-    const reason = readyReplicas > 0 ? null : whyNotReady(current, this.clock.now());
+    // Autoscaled: the count it runs now (the autoscaler's), not the one deployed.
+    const running =
+      record.config.autoscale === undefined
+        ? record.replicas
+        : (this.reconciler.runningCount(record.name) ?? record.replicas);
+    const reason =
+      readyReplicas > 0
+        ? null
+        : running === 0 && current.length === 0
+          ? 'scaled to zero (woken by its next request)'
+          : whyNotReady(current, this.clock.now());
     const route = this.reconciler.routing.current().endpoints.find((e) => e.name === record.name);
     return {
       ...record,
+      replicas: running,
       format,
       url:
         format === 'hf-llm'

@@ -332,6 +332,14 @@ export class Reconciler {
     this.readyListeners.push(listener);
   }
 
+  /**
+   * The replica count the last pass ran the endpoint at: for an autoscaled endpoint its stored
+   * count (0 allowed), else its deployed one; undefined before a pass has seen it.
+   */
+  runningCount(endpoint: string): number | undefined {
+    return this.endpoints.find((e) => e.name === endpoint)?.replicas;
+  }
+
   /** Ready and starting replicas of the endpoint's current revision (the autoscaler's view). */
   replicaCounts(endpoint: EndpointRecord): { ready: number; starting: number } {
     const revision = workerRevision(endpoint);

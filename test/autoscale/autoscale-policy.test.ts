@@ -148,6 +148,10 @@ test('every kind of bad input is refused with a reason naming the field', () => 
       { ...base, predictive: { historyDays: 0 } },
       'predictive.historyDays must be an integer in [1, 366], got 0',
     ],
+    [
+      { ...base, signal: 'cpu', predictive: true },
+      "predictive needs signal concurrency or qps (the demand history), not 'cpu'",
+    ],
     [{ ...base, replicas: 3 }, "unknown field 'replicas'"],
   ];
   for (const [input, expected] of cases)

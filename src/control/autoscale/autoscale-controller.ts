@@ -26,17 +26,20 @@ import {
   type ScalingPolicyRunner,
 } from '../../autoscale/autoscaler.ts';
 import type { ScaleSample } from '../../autoscale/scale-signals.ts';
+import { createDemandForecaster } from '../../autoscale/demand-forecaster.ts';
 import type { LoadReport } from '../../protocol/scaling/load-report.ts';
 import type { EndpointRecord } from '../../store/serving-records.ts';
 import type {
   DemandRow,
   EndpointScaleRecord,
-  ScaleEvent,
   ScaleEventKind,
 } from '../../store/scaling-records.ts';
 import type { Store } from '../../store/store.ts';
-import { HistogramSketch, type HistogramSketchSnapshot } from '../../traffic/histogram-sketch.ts';
 import { AutoscaleMetrics } from './autoscale-metrics.ts';
+import { rewriteEndpointConfig } from './endpoint-config-write.ts';
+import { latencySummary, quantileOf, type ScaleStatus } from './scale-status.ts';
+
+export type { ScaleStatus } from './scale-status.ts';
 import { GatewayDemand } from './gateway-demand.ts';
 import { noWorkerLoad, type WorkerLoadSource } from './worker-load-source.ts';
 
@@ -67,7 +70,7 @@ export interface AutoscaleControllerOptions {
     policy: AutoscalePolicy,
     lastDemandAtMs: number | undefined,
   ) => ScalingPolicyRunner;
-  /** Default: none (predictive policies then scale reactively only). */
+  /** Default: the demand profile learned from the stored history (demand-forecaster.ts). */
   readonly forecaster?: Forecaster;
   readonly metrics?: AutoscaleMetrics;
   /** Default 1000. */
@@ -120,51 +123,6 @@ interface ForecastCache {
   readonly rows: readonly DemandRow[];
 }
 
-export interface LatencySummary {
-  /** ISO: the demand rows merged start here. */
-  readonly since: string;
-  readonly count: number;
-  readonly p50: number | null;
-  readonly p90: number | null;
-  readonly p95: number | null;
-  readonly p99: number | null;
-  /** The merged sketch (ms), for `kiln simulate --endpoint` to draw service times from. */
-  readonly sketch: HistogramSketchSnapshot;
-}
-
-/** GET /api/v1/endpoints/{e}/scale. */
-export interface ScaleStatus {
-  readonly endpoint: string;
-  /** The policy in force; null: the endpoint runs its deployed count. */
-  readonly autoscale: AutoscalePolicy | null;
-  /** Replicas wanted now (the stored count, or the deployed one without a policy). */
-  readonly replicas: number;
-  readonly readyReplicas: number;
-  readonly startingReplicas: number;
-  readonly mode: 'stable' | 'panic' | 'fixed';
-  readonly reason: string | null;
-  readonly lastDemandAt: string | null;
-  readonly lastDecision: {
-    readonly at: string;
-    readonly replicas: number;
-    readonly reactive: number;
-    readonly predictive: number;
-    readonly mode: 'stable' | 'panic';
-    readonly reason: string;
-  } | null;
-  /** The last sample the autoscaler saw (gateway demand and worker load). */
-  readonly signals: ScaleSample | null;
-  readonly startup: {
-    /** p90 of the recent replica starts measured (ms); null: none yet. */
-    readonly measuredP90Ms: number | null;
-    readonly samples: number;
-    /** What the predictive part uses (the policy's, else measured, else 30 s). */
-    readonly usedMs: number;
-  };
-  readonly events: readonly ScaleEvent[];
-  readonly latencyMs: LatencySummary;
-}
-
 /** When the runner last saw demand (Kiln's Autoscaler says; other runners may not). */
 function lastDemandOf(runner: ScalingPolicyRunner): number | undefined {
   const seen = (runner as { readonly lastDemandMs?: unknown }).lastDemandMs;
@@ -173,13 +131,6 @@ function lastDemandOf(runner: ScalingPolicyRunner): number | undefined {
 
 function clamp(n: number, policy: AutoscalePolicy): number {
   return Math.min(policy.maxReplicas, Math.max(policy.minReplicas, n));
-}
-
-/** The q-quantile of a list of numbers (nearest rank); null when empty. */
-function quantileOf(values: readonly number[], q: number): number | null {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? null;
 }
 
 export class AutoscaleController {
@@ -197,6 +148,7 @@ export class AutoscaleController {
   ) => ScalingPolicyRunner;
   /** Its start: no scale to zero before the gateways have reported once (restartGraceMs). */
   private readonly startedAtMs: number;
+  private readonly forecaster: Forecaster;
   private lastFlushMs: number;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
@@ -212,6 +164,7 @@ export class AutoscaleController {
       ((policy, lastDemandAtMs) =>
         new Autoscaler(policy, lastDemandAtMs === undefined ? {} : { lastDemandAtMs }));
     this.startedAtMs = options.clock.now();
+    this.forecaster = options.forecaster ?? createDemandForecaster();
     this.lastFlushMs = options.clock.now();
   }
 
@@ -489,7 +442,10 @@ export class AutoscaleController {
     // A new policy: a new runner (its windows were about the old target); the idle period
     // carries on from the last demand seen, by the old runner or as stored.
     const stored = scale?.lastDemandAt == null ? undefined : Date.parse(scale.lastDemandAt);
-    const lastDemandAtMs = (known === undefined ? undefined : lastDemandOf(known.runner)) ?? stored;
+    // At zero with no demand ever stored (deployed at 0): idle since forever, not since now.
+    const never = scale?.replicas === 0 ? 0 : undefined;
+    const lastDemandAtMs =
+      (known === undefined ? undefined : lastDemandOf(known.runner)) ?? stored ?? never;
     const state: EndpointState = {
       policyKey,
       runner: this.makeRunner(policy, lastDemandAtMs),
@@ -524,9 +480,8 @@ export class AutoscaleController {
     policy: AutoscalePolicy,
     nowMs: number,
   ): Promise<DemandForecast | undefined> {
-    const forecaster = this.options.forecaster;
     const predictive = policy.predictive;
-    if (forecaster === undefined || predictive === undefined) return undefined;
+    if (predictive === undefined) return undefined;
     let cache = this.forecasts.get(endpoint.name);
     if (
       cache === undefined ||
@@ -539,7 +494,7 @@ export class AutoscaleController {
       };
       this.forecasts.set(endpoint.name, cache);
     }
-    return forecaster(policy, cache.rows, nowMs, this.startupMs(endpoint.name, policy));
+    return this.forecaster(policy, cache.rows, nowMs, this.startupMs(endpoint.name, policy));
   }
 
   /** Adds the demand gathered since the last flush to the store; drops what is too old. */
@@ -570,7 +525,10 @@ export class AutoscaleController {
     if (!check.ok)
       throw kilnError('KILN_AUTOSCALE_INVALID', { endpoint: name, reason: check.reason });
     const policy = check.policy;
-    const endpoint = await this.rewriteConfig(name, (config) => ({ ...config, autoscale: policy }));
+    const endpoint = await rewriteEndpointConfig(this.options.store, name, (config) => ({
+      ...config,
+      autoscale: policy,
+    }));
     const { store } = this.options;
     const current = await store.getEndpointScale(name);
     const base =
@@ -603,7 +561,8 @@ export class AutoscaleController {
   async clearPolicy(name: string): Promise<ScaleStatus> {
     const { store } = this.options;
     const current = await store.getEndpointScale(name);
-    const endpoint = await this.rewriteConfig(
+    const endpoint = await rewriteEndpointConfig(
+      this.options.store,
       name,
       ({ autoscale: _dropped, ...config }) => config,
       (before) =>
@@ -631,40 +590,6 @@ export class AutoscaleController {
     this.states.delete(name);
     void this.options.replicas.trigger();
     return this.status(name);
-  }
-
-  /** Rewrites an endpoint's config, refused if the endpoint changed since it was read. */
-  private async rewriteConfig(
-    name: string,
-    change: (config: EndpointRecord['config']) => EndpointRecord['config'],
-    replicas?: (before: EndpointRecord) => number,
-  ): Promise<{ before: EndpointRecord; after: EndpointRecord }> {
-    const { store } = this.options;
-    const before = await store.getEndpoint(name);
-    if (before === null) throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint: name });
-    const { endpoint: after } = await store.putEndpoint(
-      {
-        name,
-        team: before.team,
-        model: before.model,
-        version: before.version,
-        ref: before.ref,
-        replicas: replicas?.(before) ?? before.replicas,
-        config: change(before.config),
-      },
-      {
-        check: (found) => {
-          if (found === null) throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint: name });
-          if (found.updatedAt !== before.updatedAt) {
-            throw kilnError('KILN_SCALE_CONFLICT', {
-              endpoint: name,
-              reason: 'the endpoint was redeployed meanwhile; try again',
-            });
-          }
-        },
-      },
-    );
-    return { before, after };
   }
 
   // ------------------------------------------------------------ what users see
@@ -721,22 +646,4 @@ export class AutoscaleController {
     this.said.add(key);
     (this.options.log ?? ((m: string) => process.stderr.write(`kiln: ${m}\n`)))(message);
   }
-}
-
-/** The latency of 200 answers over the rows, merged (their sketches add exactly). */
-export function latencySummary(rows: readonly DemandRow[], since: string): LatencySummary {
-  const merged = new HistogramSketch();
-  for (const row of rows) {
-    const parsed = HistogramSketch.fromSnapshot(row.latencyMs);
-    if (parsed.ok) merged.merge(parsed.sketch);
-  }
-  return {
-    since,
-    count: merged.count,
-    p50: merged.quantile(0.5),
-    p90: merged.quantile(0.9),
-    p95: merged.quantile(0.95),
-    p99: merged.quantile(0.99),
-    sketch: merged.snapshot(),
-  };
 }

@@ -11,6 +11,7 @@
 // Pure bookkeeping: times come from the caller, no clock, no I/O.
 
 import { HistogramSketch } from '../../traffic/histogram-sketch.ts';
+import { reportSketchAccuracy } from '../../protocol/traffic/traffic-report.ts';
 import type { LoadReport } from '../../protocol/scaling/load-report.ts';
 import type { DemandRow } from '../../store/scaling-records.ts';
 import { demandMinuteMs } from '../../store/sqlite/sqlite-scaling.ts';
@@ -82,7 +83,12 @@ export class GatewayDemand {
       const key = `${load.endpoint}\n${minuteMs}`;
       let sums = this.pending.get(key);
       if (sums === undefined) {
-        sums = { arrivals: 0, concurrencySeconds: 0, seconds: 0, latency: new HistogramSketch() };
+        sums = {
+          arrivals: 0,
+          concurrencySeconds: 0,
+          seconds: 0,
+          latency: new HistogramSketch(reportSketchAccuracy),
+        };
         this.pending.set(key, sums);
       }
       sums.arrivals += load.arrivals;
@@ -138,7 +144,12 @@ export class GatewayDemand {
       const key = `${row.endpoint}\n${Date.parse(row.minuteStart)}`;
       let sums = this.pending.get(key);
       if (sums === undefined) {
-        sums = { arrivals: 0, concurrencySeconds: 0, seconds: 0, latency: new HistogramSketch() };
+        sums = {
+          arrivals: 0,
+          concurrencySeconds: 0,
+          seconds: 0,
+          latency: new HistogramSketch(reportSketchAccuracy),
+        };
         this.pending.set(key, sums);
       }
       sums.arrivals += row.arrivals;

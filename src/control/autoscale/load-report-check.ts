@@ -5,6 +5,7 @@
 import { kilnError } from '../../core/errors.ts';
 import { HistogramSketch, type HistogramSketchSnapshot } from '../../traffic/histogram-sketch.ts';
 import type { EndpointLoad, LoadReport } from '../../protocol/scaling/load-report.ts';
+import { reportSketchAccuracy } from '../../protocol/traffic/traffic-report.ts';
 
 /** A report may list at most this many endpoints (a gateway routes fewer). */
 export const maxReportEndpoints = 10_000;
@@ -65,7 +66,10 @@ function amountAt(record: Record<string, unknown>, key: string, path: string): n
 function sketchAt(value: unknown, path: string): HistogramSketchSnapshot {
   const record = objectAt(value, path);
   onlyKeys(record, ['relativeAccuracy', 'zeroCount', 'positive', 'negative'], path);
-  if (typeof record.relativeAccuracy !== 'number') bad(`${path}/relativeAccuracy must be a number`);
+  // One accuracy for every report: sketches of a minute add bucket by bucket.
+  if (record.relativeAccuracy !== reportSketchAccuracy) {
+    bad(`${path}/relativeAccuracy must be ${reportSketchAccuracy}`);
+  }
   if (typeof record.zeroCount !== 'number') bad(`${path}/zeroCount must be a number`);
   for (const side of ['positive', 'negative'] as const) {
     const buckets = record[side];
