@@ -80,6 +80,13 @@ export interface AutoscalePolicy {
   readonly maxScaleDownRate: number;
   /** A scale-down happens only after the lower target held this long. Default 30 000. */
   readonly scaleDownDelayMs: number;
+  /**
+   * Replicas of margin before a scale-down: the stable window's count goes down only once the
+   * signal is at most (current - 1 - this) × target, i.e. it would fit one replica fewer with
+   * this many to spare (up: as soon as it exceeds current × target). Against flapping on noisy
+   * load around a boundary. In [0, 10]. Default 0.5; absent (a policy built by hand): 0.5.
+   */
+  readonly scaleDownHysteresis?: number;
   /** Applies when minReplicas is 0. */
   readonly scaleToZero?: ScaleToZeroPolicy;
   /** Absent: reactive only. */
@@ -117,6 +124,7 @@ export const autoscaleDefaults = {
   maxScaleUpRate: 1000,
   maxScaleDownRate: 2,
   scaleDownDelayMs: 30_000,
+  scaleDownHysteresis: 0.5,
   scaleToZero: { idleMs: 300_000, queueLimit: 100, timeoutMs: 30_000, coldStartBudgetMs: 10_000 },
   predictive: { historyDays: 14, bucketMs: 600_000 },
 } as const satisfies {
@@ -217,6 +225,10 @@ export function resolveAutoscalePolicy(input: unknown): AutoscalePolicyCheck {
     numberField(input, 'scaleDownDelayMs', 0, maxWindowMs, problems) ??
     autoscaleDefaults.scaleDownDelayMs;
 
+  const scaleDownHysteresis =
+    numberField(input, 'scaleDownHysteresis', 0, 10, problems) ??
+    autoscaleDefaults.scaleDownHysteresis;
+
   const scaleToZero = resolveScaleToZero(input.scaleToZero, minReplicas, problems);
   const predictive = resolvePredictive(input.predictive, problems);
   if (predictive !== undefined && signal !== 'concurrency' && signal !== 'qps') {
@@ -241,6 +253,7 @@ export function resolveAutoscalePolicy(input: unknown): AutoscalePolicyCheck {
     maxScaleUpRate,
     maxScaleDownRate,
     scaleDownDelayMs,
+    scaleDownHysteresis,
     ...(scaleToZero !== undefined ? { scaleToZero } : {}),
     ...(predictive !== undefined ? { predictive } : {}),
   };
@@ -263,6 +276,7 @@ const policyFields = [
   'maxScaleUpRate',
   'maxScaleDownRate',
   'scaleDownDelayMs',
+  'scaleDownHysteresis',
   'scaleToZero',
   'predictive',
 ] as const satisfies readonly (keyof AutoscalePolicy)[];

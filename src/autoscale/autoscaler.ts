@@ -3,7 +3,7 @@
 // control plane (src/control/autoscale/autoscale-controller.ts, one instance per endpoint), in the simulator
 // (src/simulator/) and in tests with synthetic signal streams.
 
-import type { AutoscalePolicy } from './autoscale-policy.ts';
+import { autoscaleDefaults, type AutoscalePolicy } from './autoscale-policy.ts';
 import type { ScaleSample } from './scale-signals.ts';
 import { hasDemand, signalValue } from './signal-value.ts';
 
@@ -54,6 +54,7 @@ export interface AutoscalerOptions {
  *
  *   stable  = mean of the signal over the stable window (60 s)   → ceil(stable / target)
  *   panic   = mean over the panic window (6 s)                   → ceil(panic / target)
+ *   hyst.   : a lower stable count applies only once stable <= (current - 1 - hysteresis) × target
  *   rate    : each clamped to [floor(current / down), ceil(current × up)]
  *   mode    : panic while panic / target >= panicThreshold × max(1, ready), and until a stable
  *             window has passed since that last held; in panic the count is the most wanted
@@ -77,6 +78,12 @@ export class Autoscaler implements ScalingPolicyRunner {
   private maxPanicReplicas = 0;
   /** Counts wanted over the scale-down delay, oldest first (one per decision time). */
   private readonly delayWindow: { atMs: number; replicas: number }[] = [];
+  /**
+   * The count found at the first decision, held for one scale-down delay: a new autoscaler (a
+   * restarted controller, a changed policy) has no history of wants yet, and must not scale
+   * down on its first few samples.
+   */
+  private initial: { untilMs: number; replicas: number } | undefined;
 
   constructor(
     readonly policy: AutoscalePolicy,
@@ -117,6 +124,23 @@ export class Autoscaler implements ScalingPolicyRunner {
 
     const name = p.signal === 'custom' ? `${p.signal} ${p.customMetric ?? ''}` : p.signal;
     const stable = this.windowMean(nowMs, p.stableWindowMs);
+    if (p.minReplicas === 0 && p.scaleToZero !== undefined && predictive === 0) {
+      const idleMs = nowMs - (this.lastDemandAtMs ?? nowMs);
+      if (idleMs >= p.scaleToZero.idleMs) {
+        // No request for the whole idle period: whatever the windows still remember, go to
+        // zero, and forget panic and the older wants so a wake starts from what it sees then.
+        // Checked before the panic state moves, so that deciding again gives the same.
+        this.exitPanic();
+        this.delayWindow.length = 0;
+        return {
+          replicas: 0,
+          mode: 'stable',
+          reactive: stable === null ? 0 : replicasFor(stable, p.target),
+          predictive,
+          reason: `no requests for ${seconds(idleMs)} (idle after ${seconds(p.scaleToZero.idleMs)}) → 0`,
+        };
+      }
+    }
     const reasons: string[] = [];
     let mode: ScaleDecision['mode'] = 'stable';
     let reactive: number;
@@ -144,10 +168,23 @@ export class Autoscaler implements ScalingPolicyRunner {
         this.exitPanic();
       }
       reactive = stableWants;
-      wanted = limit(stableWants);
+      // Hysteresis: down only when the demand would fit one replica fewer with
+      // scaleDownHysteresis replicas to spare, so noise around a boundary (Poisson arrivals)
+      // does not flip the count up at once and down a delay later, again and again.
+      const hysteresis = p.scaleDownHysteresis ?? autoscaleDefaults.scaleDownHysteresis;
+      const stableApplied =
+        stableWants >= current || stable <= (current - 1 - hysteresis) * p.target
+          ? stableWants
+          : current;
+      wanted = limit(stableApplied);
       reasons.push(
         `${name} ${fixed(stable)} (${seconds(p.stableWindowMs)} mean) / target ${fixed(p.target)} → ${stableWants}`,
       );
+      if (stableApplied > stableWants) {
+        reasons.push(
+          `kept ${current} (down once ${name} ≤ ${fixed((current - 1 - hysteresis) * p.target)})`,
+        );
+      }
       if (this.lastPanicDemandAtMs !== null) {
         mode = 'panic';
         reactive = Math.max(stableWants, panicWants);
@@ -158,7 +195,7 @@ export class Autoscaler implements ScalingPolicyRunner {
           `panic since ${name} reached ${fixed(p.panicThreshold)} × the capacity of the ready replicas: ${fixed(panic)} (${seconds(p.panicWindowMs)} mean) → ${panicWants}, never down in panic`,
         );
       }
-      if (wanted !== reactive && mode === 'stable') {
+      if (wanted !== stableApplied && mode === 'stable') {
         reasons.push(`rate-limited to ${wanted} (from ${current})`);
       }
     }
@@ -171,24 +208,9 @@ export class Autoscaler implements ScalingPolicyRunner {
     if (bounded !== wanted)
       reasons.push(`bounded to ${bounded} by [${p.minReplicas}, ${p.maxReplicas}]`);
 
-    if (p.minReplicas === 0 && p.scaleToZero !== undefined) {
-      const idleMs = nowMs - (this.lastDemandAtMs ?? nowMs);
-      if (idleMs >= p.scaleToZero.idleMs && predictive === 0) {
-        // No request for the whole idle period: whatever the windows still remember, go to
-        // zero, and forget the older wants so a wake starts from what it sees then.
-        this.exitPanic();
-        this.delayWindow.length = 0;
-        return {
-          replicas: 0,
-          mode: 'stable',
-          reactive,
-          predictive,
-          reason: `no requests for ${seconds(idleMs)} (idle after ${seconds(p.scaleToZero.idleMs)}) → 0`,
-        };
-      }
-    }
-
+    this.initial ??= { untilMs: nowMs + p.scaleDownDelayMs, replicas: clamp(current) };
     let replicas = this.delayed(nowMs, bounded);
+    if (nowMs < this.initial.untilMs) replicas = Math.max(replicas, this.initial.replicas);
     if (replicas > bounded)
       reasons.push(`held at ${replicas} by the scale-down delay (${seconds(p.scaleDownDelayMs)})`);
     if (replicas === 0 && p.minReplicas === 0) {

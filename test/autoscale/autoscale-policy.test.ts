@@ -34,6 +34,7 @@ test('fills every default, the target by signal', () => {
     maxScaleUpRate: 1000,
     maxScaleDownRate: 2,
     scaleDownDelayMs: 30_000,
+    scaleDownHysteresis: 0.5,
   });
   assert.equal(resolved({ minReplicas: 1, maxReplicas: 4, signal: 'qps' }).target, 100);
   assert.equal(resolved({ minReplicas: 1, maxReplicas: 4, signal: 'cpu' }).target, 0.7);

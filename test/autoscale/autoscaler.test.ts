@@ -13,6 +13,7 @@ import {
 } from '../../src/autoscale/autoscale-policy.ts';
 import { Autoscaler } from '../../src/autoscale/autoscaler.ts';
 import type { ScaleSample } from '../../src/autoscale/scale-signals.ts';
+import { createRandom } from '../../src/core/random.ts';
 import { runStream } from './scale-stream.ts';
 
 function policy(input: Record<string, unknown>): AutoscalePolicy {
@@ -63,14 +64,14 @@ test('a ramp scales up step by step to demand / target and stays there', () => {
 });
 
 test('a spike panics: capacity follows the 6 s window at once and never drops in panic', () => {
-  // Steady 4 in flight on 4 replicas (target 1), then 40 from t = 100 to 160.
+  // Steady 3.5 in flight on 4 replicas (target 1), then 40 from t = 100 to 160.
   const run = runStream(
     new Autoscaler(policy({ minReplicas: 1, maxReplicas: 100, target: 1 })),
-    (t) => ({ concurrency: t >= 100 && t < 160 ? 40 : 4 }),
+    (t) => ({ concurrency: t >= 100 && t < 160 ? 40 : 3.5 }),
     { seconds: 400, initialReplicas: 4, startupSeconds: 5 },
   );
-  // t=100: panic mean (4×5 + 40) / 6 = 10 ≥ 2 × 4 ready → 10; then +6 a second until the
-  // window is all 40 at t=105. The stable window alone would want only ceil(7.6) = 8 then.
+  // t=100: panic mean (3.5×5 + 40) / 6 = 9.58 ≥ 2 × 4 ready → 10; then about +6 a second
+  // until the window is all 40 at t=105. The stable window alone would want only 8 then.
   assert.deepEqual(run.events.slice(0, 6), [
     { t: 100, from: 4, to: 10 },
     { t: 101, from: 10, to: 16 },
@@ -89,7 +90,8 @@ test('a spike panics: capacity follows the 6 s window at once and never drops in
       `down in panic at ${panicSteps[i]!.t}`,
     );
   }
-  // Held through the spike, then down without ever going back up, to exactly 4 again.
+  // Held through the spike, then down without ever going back up, to exactly 4 again (from 5,
+  // 3.5 in flight fits 4 replicas with the half replica of hysteresis to spare).
   const downs = run.events.slice(6);
   assert.ok(downs.every((event) => event.to < event.from));
   assert.ok(downs[0]!.t >= 190, `first scale-down at ${downs[0]!.t}`);
@@ -98,32 +100,64 @@ test('a spike panics: capacity follows the 6 s window at once and never drops in
 
 test('flapping load does not flap the replicas', () => {
   // 6 in flight for a minute, then a square wave between 2 and 10 (mean 6) with half periods
-  // of 3, 7, 10 and 30 s: the stable mean wanders around 6; rises are answered at once, dips
-  // must outlast the 30 s delay.
+  // of 3, 7, 10 and 30 s. While the window is part steady, part wave, its mean goes above 6:
+  // 7 at once. Then the mean wanders around 6: never above 7 × target, never down to 6.5 ×
+  // target (the hysteresis), so 7 it stays; the 30 s wave's swings reach 8 once.
   for (const half of [3, 7, 10, 30]) {
     const run = runStream(
       new Autoscaler(policy({ minReplicas: 1, maxReplicas: 100, target: 1 })),
       (t) => ({ concurrency: t < 60 ? 6 : Math.floor(t / half) % 2 === 0 ? 10 : 2 }),
       { seconds: 900, initialReplicas: 6, startupSeconds: 5 },
     );
-    assert.ok(run.events.length <= 4, `half period ${half}: ${JSON.stringify(run.events)}`);
-    assert.ok(
-      run.events.every((event) => event.t < 150),
-      `half period ${half}: late events`,
-    );
+    const expected =
+      half === 30
+        ? [
+            { t: 60, from: 6, to: 7 },
+            { t: 75, from: 7, to: 8 },
+            { t: 141, from: 8, to: 7 },
+          ]
+        : [{ t: 60, from: 6, to: 7 }];
+    assert.deepEqual(run.events, expected, `half period ${half}`);
     assert.ok(run.steps.every((step) => step.decision.mode === 'stable'));
-    assert.ok([6, 7].includes(run.at(899)), `half period ${half}: ends at ${run.at(899)}`);
+    assert.equal(run.at(899), 7);
   }
-  // A whole number of periods in the window: the mean is exactly 6, so the count is too.
-  const even = runStream(
-    new Autoscaler(policy({ minReplicas: 1, maxReplicas: 100, target: 1 })),
-    (t) => ({ concurrency: t < 60 ? 6 : Math.floor(t / 10) % 2 === 0 ? 10 : 2 }),
-    { seconds: 900, initialReplicas: 6, startupSeconds: 5 },
-  );
-  assert.deepEqual(even.events, [
-    { t: 60, from: 6, to: 7 },
-    { t: 148, from: 7, to: 6 },
+});
+
+test('noisy load around a boundary: the hysteresis keeps the count still', () => {
+  // Per-second concurrency uniform in [2.8, 6.8] (mean 4.8) for an hour; the 60 s mean
+  // wanders around 5 ± 0.3, crossing the 5-replica boundary again and again.
+  const run = (scaleDownHysteresis: number) => {
+    const random = createRandom(7);
+    return runStream(
+      new Autoscaler(policy({ minReplicas: 1, maxReplicas: 20, target: 1, scaleDownHysteresis })),
+      () => ({ concurrency: 4.8 + (random.next() - 0.5) * 4 }),
+      { seconds: 3600, initialReplicas: 5, startupSeconds: 5 },
+    );
+  };
+  const steady = run(0.5);
+  assert.deepEqual(steady.events, [
+    { t: 83, from: 5, to: 6 },
+    { t: 1673, from: 6, to: 5 },
+    { t: 1709, from: 5, to: 6 },
   ]);
+  // Without it, the scale-down delay alone lets the count follow the noise.
+  assert.equal(run(0).events.length, 28);
+});
+
+test('a new autoscaler does not scale down before one scale-down delay', () => {
+  // A restarted controller: 8 replicas running, the first samples show little load.
+  const scaler = new Autoscaler(policy({ minReplicas: 1, maxReplicas: 10, target: 1 }));
+  let replicas = 8;
+  const counts: number[] = [];
+  for (let t = 0; t <= 60; t++) {
+    scaler.observe(sample(t * 1000, { readyReplicas: replicas, concurrency: 1 }));
+    replicas = scaler.decide(t * 1000, replicas).replicas;
+    counts.push(replicas);
+  }
+  // Held at 8 for the 30 s delay, then down by at most half (maxScaleDownRate 2) per delay:
+  // the 4 wanted from 8 stays in the delay window until t = 60.
+  assert.deepEqual(counts.slice(28, 32), [8, 8, 4, 4]);
+  assert.deepEqual(counts.slice(58), [4, 4, 2]);
 });
 
 test('rate limits: up by at most × maxScaleUpRate, down by at most ÷ maxScaleDownRate', () => {
@@ -175,8 +209,9 @@ test('the scale-down delay keeps the highest count wanted over the delay', () =>
     replicas = scaler.decide(t * 1000, replicas).replicas;
     counts.push(replicas);
   }
-  // Wanted 5 through t=4, 3 at t=5 (the 2 s window holds 5 and 1), 1 from t=6. The 10 s delay
-  // window keeps the 5 of t=4 through t=13, the 3 of t=5 at t=14, then 1.
+  // Wanted 5 through t=4, 3 at t=5 (the 2 s window holds 5 and 1), 1 from t=6 (both far
+  // enough below 5 to pass the hysteresis). The 10 s delay window keeps the 5 of t=4 through
+  // t=13, the 3 of t=5 at t=14, then 1.
   assert.deepEqual(counts, [5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 3, 1, 1, 1, 1, 1]);
 });
 
@@ -283,4 +318,19 @@ test('worker signals: held while unreported, custom metrics by name', () => {
   );
   tokens.observe(sample(0, { readyReplicas: 2, custom: { tokens_per_second: 1000, other: 5 } }));
   assert.equal(tokens.decide(0, 2).replicas, 3);
+});
+
+test('the reason names what decided: the window, the hysteresis, the rate limit, the delay', () => {
+  const scaler = new Autoscaler(
+    policy({ minReplicas: 1, maxReplicas: 20, target: 1, scaleDownDelayMs: 0 }),
+  );
+  scaler.observe(sample(0, { readyReplicas: 6, concurrency: 5.8 }));
+  assert.equal(
+    scaler.decide(0, 7).reason,
+    'concurrency 5.80 (60 s mean) / target 1 → 6; kept 7 (down once concurrency ≤ 5.50)',
+  );
+  assert.equal(
+    scaler.decide(0, 16).reason,
+    'concurrency 5.80 (60 s mean) / target 1 → 6; rate-limited to 8 (from 16)',
+  );
 });

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { HpaBaseline, resolveHpaPolicy, type HpaPolicy } from '../../src/autoscale/hpa-baseline.ts';
+import { createRandom } from '../../src/core/random.ts';
 import { runStream } from './scale-stream.ts';
 
 function hpa(input: Record<string, unknown>): HpaBaseline {
@@ -93,4 +94,45 @@ test('scale-down waits for the 5 min stabilization, then drops at once; never be
     { t: 360, from: 8, to: 2 },
     { t: 705, from: 2, to: 1 },
   ]);
+});
+
+test('random streams: within bounds, changes only on syncs, the same answer asked twice', () => {
+  const random = createRandom(15);
+  for (let run = 0; run < 50; run++) {
+    const minReplicas = 1 + random.int(3);
+    const check = resolveHpaPolicy({
+      minReplicas,
+      maxReplicas: minReplicas + random.int(30),
+      signal: 'concurrency',
+      target: 0.5 + random.next() * 3,
+    });
+    if (!check.ok) assert.fail(check.reason);
+    const scaler = new HpaBaseline(check.policy);
+    let replicas = minReplicas;
+    let level = random.next() * 30;
+    for (let t = 0; t < 600; t++) {
+      if (random.next() < 0.02) level = random.next() * 60;
+      scaler.observe({
+        atMs: t * 1000,
+        readyReplicas: replicas,
+        startingReplicas: 0,
+        concurrency: level * (0.8 + random.next() * 0.4),
+        qps: 0,
+        held: 0,
+        queueDepth: null,
+        cpu: null,
+        accelerator: null,
+        custom: {},
+      });
+      const decision = scaler.decide(t * 1000, replicas);
+      assert.deepEqual(scaler.decide(t * 1000, replicas), decision);
+      assert.ok(decision.replicas >= check.policy.minReplicas);
+      assert.ok(decision.replicas <= check.policy.maxReplicas);
+      if (t % 15 !== 0) assert.equal(decision.replicas, replicas, `changed between syncs at ${t}`);
+      if (decision.replicas > replicas) {
+        assert.ok(decision.replicas <= Math.max(2 * replicas, replicas + 4));
+      }
+      replicas = decision.replicas;
+    }
+  }
 });
