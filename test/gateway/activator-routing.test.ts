@@ -272,3 +272,20 @@ test('the snapshot check takes activation and pool when well formed, and names a
   );
   assert.equal(badPool.ok, false);
 });
+
+test('held requests give their concurrency slot back: the queue, not the bound, limits them', async () => {
+  const control = await stubControl();
+  const worker = await fakeWorker();
+  const gateway = await testGateway(snapshot(1, [zeroEndpoint({ maxConcurrency: 2 })]), {
+    more: { controlUrl: control.url },
+  });
+  const pending = Array.from({ length: 5 }, () => infer(gateway.url));
+  await until(async () => (await held(gateway)) === 5, 'five held under a bound of two');
+  assert.equal(await metric(gateway, 'kiln_gateway_admitted_requests{endpoint="fraud"}'), 0);
+  gateway.setSnapshot(
+    snapshot(2, [zeroEndpoint({ maxConcurrency: 2, replicas: [replicaRoute(worker, 'r1')] })]),
+  );
+  // Released, they take their slots back even above the bound: all were admitted.
+  for (const reply of await Promise.all(pending)) assert.equal(reply.status, 200);
+  assert.equal(await metric(gateway, 'kiln_gateway_admitted_requests{endpoint="fraud"}'), 0);
+});
