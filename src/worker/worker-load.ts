@@ -11,8 +11,16 @@
 
 import { availableParallelism } from 'node:os';
 import type { WorkerLoadReport } from '../protocol/scaling/worker-load-report.ts';
+import type { EngineLoad } from '../llm/serving/engine-api.ts';
 import type { WorkerSpec } from './worker-spec.ts';
-import type { WorkerState } from './worker-server.ts';
+
+/** What the report reads of the worker's state (worker-server.ts: WorkerState). */
+export interface WorkerLoadState {
+  readonly phase: string;
+  readonly inflight: number;
+  readonly batcher: { readonly depth: number } | null;
+  readonly llm?: { readonly engine: { load(): EngineLoad } } | null;
+}
 
 interface Sample {
   readonly atMs: number;
@@ -142,7 +150,7 @@ export function workerThreads(spec: WorkerSpec): number {
 
 /** The report `GET /kiln/v1/load` answers, from the worker's state now. */
 export function workerLoadReport(
-  state: Readonly<WorkerState>,
+  state: WorkerLoadState,
   meter: WorkerLoadMeter,
   threads: number,
 ): WorkerLoadReport {
@@ -179,3 +187,52 @@ export function workerLoadReport(
 
 /** The counter name the LLM worker samples its generated tokens under. */
 export const generatedTokens = 'generated_tokens';
+
+/** A worker's load: what `GET /kiln/v1/load` answers, and the sampling behind it. */
+export interface WorkerLoadSampler {
+  readonly report: () => WorkerLoadReport;
+  /** Samples until stop() (the worker's server listens from start to close). */
+  readonly start: () => void;
+  readonly stop: () => void;
+}
+
+/**
+ * The worker's load meter (an LLM's generated tokens sampled too). Copying, loading and
+ * warming up the model are no load of serving (a fresh replica would report a busy core):
+ * the window starts when the worker is ready — at the first sample or report after, so no
+ * report carries the loading.
+ */
+export function workerLoadSampler(
+  spec: WorkerSpec,
+  state: WorkerLoadState & {
+    readonly llm?: {
+      readonly engine: { stats(): Promise<{ readonly generationTokensTotal: number }> };
+    } | null;
+  },
+): WorkerLoadSampler {
+  const meter = new WorkerLoadMeter();
+  const threads = workerThreads(spec);
+  let readySeen = false;
+  const startWindowAtReady = (): void => {
+    if (readySeen || state.phase !== 'ready') return;
+    readySeen = true;
+    meter.reset();
+    meter.sample();
+  };
+  let stopSampling: (() => void) | null = null;
+  return {
+    report: () => {
+      startWindowAtReady();
+      return workerLoadReport(state, meter, threads);
+    },
+    start: () => {
+      stopSampling ??= meter.run(async () => {
+        startWindowAtReady();
+        const engine = state.llm?.engine;
+        if (engine === undefined) return {};
+        return { [generatedTokens]: (await engine.stats()).generationTokensTotal };
+      });
+    },
+    stop: () => stopSampling?.(),
+  };
+}

@@ -32,12 +32,7 @@ import { readRequestBody } from './read-request-body.ts';
 import type { LlmService } from './llm/llm-service.ts';
 import { handleOpenAiRoute, isOpenAiPath } from './llm/openai-routes.ts';
 import type { WorkerMetrics } from './worker-metrics.ts';
-import {
-  generatedTokens,
-  WorkerLoadMeter,
-  workerLoadReport,
-  workerThreads,
-} from './worker-load.ts';
+import { workerLoadSampler } from './worker-load.ts';
 import { workerLoadPath } from '../protocol/scaling/worker-load-report.ts';
 import { acceptChannel } from './worker-channel.ts';
 import type { WorkerSpec } from './worker-spec.ts';
@@ -198,22 +193,7 @@ export function createWorkerServer(
   };
 
   // The worker's load for the autoscaler (GET /kiln/v1/load), sampled while it listens.
-  const load = new WorkerLoadMeter();
-  const threads = workerThreads(spec);
-  // Copying, loading and warming up the model are no load of serving (a fresh replica would
-  // report a busy core): the window starts when the worker is ready — at the first sample
-  // or report after, so no report in between can carry the loading.
-  let readySeen = false;
-  const startWindowAtReady = (): void => {
-    if (readySeen || state.phase !== 'ready') return;
-    readySeen = true;
-    load.reset();
-    load.sample();
-  };
-  const loadReport = (): ReturnType<typeof workerLoadReport> => {
-    startWindowAtReady();
-    return workerLoadReport(state, load, threads);
-  };
+  const load = workerLoadSampler(spec, state);
 
   function notReady(): KilnError {
     return kilnError('KILN_MODEL_NOT_READY', {
@@ -447,7 +427,7 @@ export function createWorkerServer(
     }
     // Any phase: a draining worker's queue is load all the same (an LLM's is its own route).
     if (request.method === 'GET' && path === workerLoadPath && spec.format !== 'hf-llm')
-      return send(response, 200, JSON.stringify(loadReport()));
+      return send(response, 200, JSON.stringify(load.report()));
     if (isOpenAiPath(path)) {
       return handleOpenAiRoute(
         request,
@@ -457,7 +437,7 @@ export function createWorkerServer(
           spec,
           service: state.llm ?? null,
           accepting: state.phase === 'ready',
-          workerLoad: loadReport,
+          workerLoad: load.report,
           hold: (held) => {
             state.inflight += 1;
             held.once('close', () => {
@@ -525,15 +505,7 @@ export function createWorkerServer(
     );
   });
   server.keepAliveTimeout = 65_000;
-  let stopSampling: (() => void) | null = null;
-  server.on('listening', () => {
-    stopSampling ??= load.run(async () => {
-      startWindowAtReady();
-      const engine = state.llm?.engine;
-      if (engine === undefined) return {};
-      return { [generatedTokens]: (await engine.stats()).generationTokensTotal };
-    });
-  });
-  server.on('close', () => stopSampling?.());
+  server.on('listening', load.start);
+  server.on('close', load.stop);
   return server;
 }
