@@ -30,6 +30,7 @@ import { httpGoldenRunner } from './traffic/golden-check.ts';
 import { RolloutController } from './traffic/rollout-controller.ts';
 import { TrafficService, trafficOptionsFromEnv } from './traffic/traffic-service.ts';
 import { AutoscaleController } from './autoscale/autoscale-controller.ts';
+import { WorkerLoadPoller } from './autoscale/worker-load-poller.ts';
 
 export interface PlatformOptions {
   readonly home: string;
@@ -140,7 +141,15 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     log: (message) => process.stderr.write(`kiln: ${message}\n`),
   });
   // Autoscaling (issue 14): decides each autoscaled endpoint's count every second.
-  const autoscale = new AutoscaleController({ store, clock, replicas: reconciler });
+  // The workers' own load (queue depth, CPU, custom), polled for endpoints that scale on it.
+  const workerLoad = new WorkerLoadPoller({
+    clock,
+    readyReplicas: (endpoint) =>
+      reconciler
+        .replicaStatus(endpoint)
+        .flatMap((r) => (r.state === 'ready' && r.url !== null ? [{ id: r.id, url: r.url }] : [])),
+  });
+  const autoscale = new AutoscaleController({ store, clock, replicas: reconciler, workerLoad });
   reconciler.onReplicaReady((endpoint, startMs) => autoscale.replicaReady(endpoint, startMs));
   let demoModels: string[] = [];
   let app: FastifyInstance | undefined;
@@ -149,6 +158,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     try {
       await rollouts.close();
       await autoscale.close();
+      await workerLoad.close();
       await gateway?.stop();
       await reconciler.close();
       await app?.close();
@@ -204,6 +214,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       // Carries on whatever rollout the last control plane on this home left active.
       rollouts.start();
       autoscale.start();
+      workerLoad.start();
     }
     if (withGateway) {
       gateway = new GatewayProcess({

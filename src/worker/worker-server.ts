@@ -32,6 +32,8 @@ import { readRequestBody } from './read-request-body.ts';
 import type { LlmService } from './llm/llm-service.ts';
 import { handleOpenAiRoute, isOpenAiPath } from './llm/openai-routes.ts';
 import type { WorkerMetrics } from './worker-metrics.ts';
+import { workerLoadSampler } from './worker-load.ts';
+import { workerLoadPath } from '../protocol/scaling/worker-load-report.ts';
 import { acceptChannel } from './worker-channel.ts';
 import type { WorkerSpec } from './worker-spec.ts';
 
@@ -189,6 +191,9 @@ export function createWorkerServer(
     }
     counter.inc();
   };
+
+  // The worker's load for the autoscaler (GET /kiln/v1/load), sampled while it listens.
+  const load = workerLoadSampler(spec, state);
 
   function notReady(): KilnError {
     return kilnError('KILN_MODEL_NOT_READY', {
@@ -420,6 +425,9 @@ export function createWorkerServer(
       response.end(text);
       return;
     }
+    // Any phase: a draining worker's queue is load all the same (an LLM's is its own route).
+    if (request.method === 'GET' && path === workerLoadPath && spec.format !== 'hf-llm')
+      return send(response, 200, JSON.stringify(load.report()));
     if (isOpenAiPath(path)) {
       return handleOpenAiRoute(
         request,
@@ -429,6 +437,7 @@ export function createWorkerServer(
           spec,
           service: state.llm ?? null,
           accepting: state.phase === 'ready',
+          workerLoad: load.report,
           hold: (held) => {
             state.inflight += 1;
             held.once('close', () => {
@@ -496,5 +505,7 @@ export function createWorkerServer(
     );
   });
   server.keepAliveTimeout = 65_000;
+  server.on('listening', load.start);
+  server.on('close', load.stop);
   return server;
 }

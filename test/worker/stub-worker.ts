@@ -67,7 +67,11 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startStub(batching: BatchingConfig | null, held = 1): Promise<Harness> {
+export async function startStub(
+  batching: BatchingConfig | null,
+  held = 1,
+  specOverrides: Partial<WorkerSpec> = {},
+): Promise<Harness> {
   const spec: WorkerSpec = {
     replicaId: 'm-1',
     endpoint: 'm',
@@ -84,6 +88,7 @@ export async function startStub(batching: BatchingConfig | null, held = 1): Prom
     config: {},
     batching,
     defaultTimeoutMs: null,
+    ...specOverrides,
   };
   const runtime = new StubRuntime(held);
   const metrics = new WorkerMetrics({ replica: spec.replicaId });

@@ -12,7 +12,7 @@ export interface EndpointWorkerLoad {
   readonly replicas: number;
   /** Requests waiting in the workers' queues; null: no replica reported it. */
   readonly queueDepth: number | null;
-  /** CPU utilization summed over replicas (each 0..threads); null: not reported. */
+  /** CPU utilization summed over replicas (each 0..1 of its threads); null: not reported. */
   readonly cpu: number | null;
   /** Accelerator utilization summed (each 0..1); null: no replica has one. */
   readonly accelerator: number | null;

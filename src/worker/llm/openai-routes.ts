@@ -3,7 +3,8 @@
 //   GET  /v1/models              the one model, under the endpoint's name
 //   POST /v1/completions         ─┐ body ─► JSON ─► model check (404) ─► parse (400, naming
 //   POST /v1/chat/completions    ─┘ `param`) ─► tokenize + context check ─► openai-exchange.ts
-//   GET  /kiln/v1/load           running / waiting / paused / KV blocks / inflight, for routers
+//   GET  /kiln/v1/load           running / waiting / paused / KV blocks / inflight, for routers,
+//                                and the worker load the autoscaler polls (worker-load.ts)
 //
 // Every error on these routes is in OpenAI's shape (protocol/openai/openai-error.ts).
 
@@ -14,6 +15,7 @@ import { openAiError, type OpenAiError } from '../../protocol/openai/openai-erro
 import { responseId } from '../../protocol/openai/response-parts.ts';
 import { readRequestBody } from '../read-request-body.ts';
 import type { WorkerSpec } from '../worker-spec.ts';
+import type { WorkerLoadReport } from '../../protocol/scaling/worker-load-report.ts';
 import { loadReport, type LlmService } from './llm-service.ts';
 import { runExchange, sendOpenAiError } from './openai-exchange.ts';
 import { prepareChat, prepareCompletion } from './prepare-choices.ts';
@@ -61,6 +63,8 @@ export interface OpenAiRouteContext {
   readonly service: LlmService | null;
   /** Whether new requests are taken (ready, not draining). */
   readonly accepting: boolean;
+  /** The worker's load for the autoscaler (worker-load.ts), merged into the load report. */
+  readonly workerLoad?: () => WorkerLoadReport;
   /** Counts a request the worker must finish before a drain completes. */
   readonly hold: (response: ServerResponse) => void;
 }
@@ -98,7 +102,8 @@ export async function handleOpenAiRoute(
     request.resume();
     return sendOpenAiError(response, openAiError(503, `${spec.endpoint} is not ready`), headers);
   }
-  if (path === '/kiln/v1/load') return sendJson(response, loadReport(service), headers);
+  if (path === '/kiln/v1/load')
+    return sendJson(response, { ...loadReport(service), ...context.workerLoad?.() }, headers);
   // Routers read the load from every answer, refusals included.
   const loaded = (): Record<string, string> => ({
     ...headers,
