@@ -93,7 +93,12 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   }
   const artifacts = new ArtifactStore(join(home, 'artifacts'), clock);
   const detached = options.detached === true;
-  const backend = new LocalBackend({ runDir: join(home, 'run'), detached });
+  // `kiln up` starts a standby worker at once: the first replica start skips the boot too.
+  const backend = new LocalBackend({
+    runDir: join(home, 'run'),
+    detached,
+    prestartStandby: detached,
+  });
   // Where a detached gateway finds this control plane (rewritten by every start).
   const controlUrlFile = join(home, 'run', 'platform.url');
   try {
