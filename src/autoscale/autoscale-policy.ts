@@ -108,12 +108,306 @@ export type AutoscalePolicyCheck =
   | { readonly ok: true; readonly policy: AutoscalePolicy }
   | { readonly ok: false; readonly reason: string };
 
+/** The defaults `resolveAutoscalePolicy` fills in (targets: `defaultTargets`, by signal). */
+export const autoscaleDefaults = {
+  signal: 'concurrency',
+  stableWindowMs: 60_000,
+  panicWindowMs: 6_000,
+  panicThreshold: 2,
+  maxScaleUpRate: 1000,
+  maxScaleDownRate: 2,
+  scaleDownDelayMs: 30_000,
+  scaleToZero: { idleMs: 300_000, queueLimit: 100, timeoutMs: 30_000, coldStartBudgetMs: 10_000 },
+  predictive: { historyDays: 14, bucketMs: 600_000 },
+} as const satisfies {
+  signal: ScaleSignal;
+  scaleToZero: ScaleToZeroPolicy;
+  predictive: PredictivePolicy;
+} & Omit<
+  AutoscalePolicy,
+  'minReplicas' | 'maxReplicas' | 'signal' | 'target' | 'scaleToZero' | 'predictive'
+>;
+
+/** Samples arrive once a second: a window or idle period shorter than that sees nothing. */
+const minWindowMs = 1000;
+/** An hour, Knative's bound on the stable window; also bounds the scale-down delay. */
+const maxWindowMs = 3_600_000;
+const dayMs = 86_400_000;
+/** Utilizations are fractions of one replica's capacity; a target above 1 is never reached. */
+const utilizationSignals: ReadonlySet<ScaleSignal> = new Set(['cpu', 'accelerator']);
+
 /**
  * Checks a policy as a user wrote it (JSON from the API, a file, CLI flags) and fills in the
  * defaults. Bad input is a reason naming the field: "minReplicas (5) > maxReplicas (2)",
- * "unknown signal 'latency' (one of: …)", "target must be > 0, got 0" …
+ * "unknown signal 'latency' (one of: …)", "target must be > 0, got 0" … Every problem found is
+ * named, joined by "; ", so one round trip fixes them all.
  */
 export function resolveAutoscalePolicy(input: unknown): AutoscalePolicyCheck {
-  void input;
-  throw new Error('resolveAutoscalePolicy: not implemented yet (issue 14, helper A)');
+  if (!isRecord(input)) {
+    return { ok: false, reason: `the policy must be a JSON object, got ${describe(input)}` };
+  }
+  const problems: string[] = [];
+  unknownFields(input, policyFields, '', problems);
+
+  const minReplicas = requiredIntegerField(input, 'minReplicas', 0, problems);
+  const maxReplicas = requiredIntegerField(input, 'maxReplicas', 1, problems);
+  if (minReplicas !== undefined && maxReplicas !== undefined && minReplicas > maxReplicas) {
+    problems.push(`minReplicas (${minReplicas}) > maxReplicas (${maxReplicas})`);
+  }
+
+  let signal: ScaleSignal = autoscaleDefaults.signal;
+  if (input.signal !== undefined) {
+    if (typeof input.signal === 'string' && isScaleSignal(input.signal)) signal = input.signal;
+    else {
+      problems.push(
+        `unknown signal ${describe(input.signal)} (one of: ${scaleSignals.join(', ')})`,
+      );
+    }
+  }
+
+  let customMetric: string | undefined;
+  if (input.customMetric !== undefined) {
+    if (
+      typeof input.customMetric !== 'string' ||
+      !/^[A-Za-z_][A-Za-z0-9_.:-]{0,127}$/.test(input.customMetric)
+    ) {
+      problems.push(
+        `customMetric must be a metric name (letters, digits, _ . : -; at most 128), got ${describe(input.customMetric)}`,
+      );
+    } else customMetric = input.customMetric;
+  }
+  if (signal === 'custom' && input.customMetric === undefined) {
+    problems.push(
+      "signal 'custom' needs customMetric (the worker metric's name, e.g. tokens_per_second)",
+    );
+  }
+  if (signal !== 'custom' && input.customMetric !== undefined) {
+    problems.push(`customMetric applies only to signal 'custom' (signal is '${signal}')`);
+  }
+
+  let target = defaultTargets[signal];
+  if (input.target !== undefined) {
+    if (!isFiniteNumber(input.target) || input.target <= 0) {
+      problems.push(`target must be > 0, got ${describe(input.target)}`);
+    } else if (utilizationSignals.has(signal) && input.target > 1) {
+      problems.push(
+        `target of signal '${signal}' is a utilization in (0, 1], got ${String(input.target)}`,
+      );
+    } else target = input.target;
+  }
+
+  const stableWindowMs =
+    numberField(input, 'stableWindowMs', minWindowMs, maxWindowMs, problems) ??
+    autoscaleDefaults.stableWindowMs;
+  const panicWindowMs =
+    numberField(input, 'panicWindowMs', minWindowMs, maxWindowMs, problems) ??
+    autoscaleDefaults.panicWindowMs;
+  if (panicWindowMs >= stableWindowMs) {
+    problems.push(`panicWindowMs (${panicWindowMs}) must be < stableWindowMs (${stableWindowMs})`);
+  }
+  const panicThreshold =
+    numberField(input, 'panicThreshold', 1, 100, problems) ?? autoscaleDefaults.panicThreshold;
+  const maxScaleUpRate =
+    numberField(input, 'maxScaleUpRate', 1, undefined, problems) ??
+    autoscaleDefaults.maxScaleUpRate;
+  const maxScaleDownRate =
+    numberField(input, 'maxScaleDownRate', 1, undefined, problems) ??
+    autoscaleDefaults.maxScaleDownRate;
+  const scaleDownDelayMs =
+    numberField(input, 'scaleDownDelayMs', 0, maxWindowMs, problems) ??
+    autoscaleDefaults.scaleDownDelayMs;
+
+  const scaleToZero = resolveScaleToZero(input.scaleToZero, minReplicas, problems);
+  const predictive = resolvePredictive(input.predictive, problems);
+  if (predictive !== undefined && signal !== 'concurrency' && signal !== 'qps') {
+    // The demand history the profile learns from is the gateways' (arrivals, concurrency).
+    problems.push(
+      `predictive needs signal concurrency or qps (the demand history), not '${signal}'`,
+    );
+  }
+
+  if (problems.length > 0 || minReplicas === undefined || maxReplicas === undefined) {
+    return { ok: false, reason: problems.join('; ') };
+  }
+  const policy: AutoscalePolicy = {
+    minReplicas,
+    maxReplicas,
+    signal,
+    ...(customMetric !== undefined ? { customMetric } : {}),
+    target,
+    stableWindowMs,
+    panicWindowMs,
+    panicThreshold,
+    maxScaleUpRate,
+    maxScaleDownRate,
+    scaleDownDelayMs,
+    ...(scaleToZero !== undefined ? { scaleToZero } : {}),
+    ...(predictive !== undefined ? { predictive } : {}),
+  };
+  return { ok: true, policy };
+}
+
+export function isScaleSignal(value: string): value is ScaleSignal {
+  return (scaleSignals as readonly string[]).includes(value);
+}
+
+const policyFields = [
+  'minReplicas',
+  'maxReplicas',
+  'signal',
+  'customMetric',
+  'target',
+  'stableWindowMs',
+  'panicWindowMs',
+  'panicThreshold',
+  'maxScaleUpRate',
+  'maxScaleDownRate',
+  'scaleDownDelayMs',
+  'scaleToZero',
+  'predictive',
+] as const satisfies readonly (keyof AutoscalePolicy)[];
+const scaleToZeroFields = [
+  'idleMs',
+  'queueLimit',
+  'timeoutMs',
+  'coldStartBudgetMs',
+] as const satisfies readonly (keyof ScaleToZeroPolicy)[];
+const predictiveFields = [
+  'startupMs',
+  'historyDays',
+  'bucketMs',
+] as const satisfies readonly (keyof PredictivePolicy)[];
+
+function resolveScaleToZero(
+  value: unknown,
+  minReplicas: number | undefined,
+  problems: string[],
+): ScaleToZeroPolicy | undefined {
+  if (value !== undefined && minReplicas !== undefined && minReplicas > 0) {
+    problems.push(`scaleToZero applies only when minReplicas is 0 (minReplicas is ${minReplicas})`);
+    return undefined;
+  }
+  if (minReplicas !== 0) return undefined;
+  const defaults = autoscaleDefaults.scaleToZero;
+  if (value === undefined) return { ...defaults };
+  if (!isRecord(value)) {
+    problems.push(`scaleToZero must be an object, got ${describe(value)}`);
+    return undefined;
+  }
+  unknownFields(value, scaleToZeroFields, 'scaleToZero.', problems);
+  const at = (field: string): string => `scaleToZero.${field}`;
+  return {
+    idleMs: numberField(value, 'idleMs', minWindowMs, undefined, problems, at) ?? defaults.idleMs,
+    queueLimit: integerField(value, 'queueLimit', 1, 100_000, problems, at) ?? defaults.queueLimit,
+    timeoutMs: numberField(value, 'timeoutMs', 1, undefined, problems, at) ?? defaults.timeoutMs,
+    coldStartBudgetMs:
+      numberField(value, 'coldStartBudgetMs', 1, undefined, problems, at) ??
+      defaults.coldStartBudgetMs,
+  };
+}
+
+function resolvePredictive(value: unknown, problems: string[]): PredictivePolicy | undefined {
+  if (value === undefined || value === false) return undefined;
+  const defaults = autoscaleDefaults.predictive;
+  if (value === true) return { ...defaults };
+  if (!isRecord(value)) {
+    problems.push(`predictive must be true, false or an object, got ${describe(value)}`);
+    return undefined;
+  }
+  unknownFields(value, predictiveFields, 'predictive.', problems);
+  const at = (field: string): string => `predictive.${field}`;
+  const startupMs = numberField(value, 'startupMs', 1, undefined, problems, at);
+  const historyDays =
+    integerField(value, 'historyDays', 1, 366, problems, at) ?? defaults.historyDays;
+  const bucketMs =
+    integerField(value, 'bucketMs', 60_000, dayMs, problems, at) ?? defaults.bucketMs;
+  if (dayMs % bucketMs !== 0) {
+    problems.push(`predictive.bucketMs (${bucketMs}) must divide a day (86400000 ms) evenly`);
+  }
+  return { ...(startupMs !== undefined ? { startupMs } : {}), historyDays, bucketMs };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isFiniteNumber(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value);
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return `'${value}'`;
+  if (value === null || typeof value === 'number' || typeof value === 'boolean') {
+    return String(value);
+  }
+  return Array.isArray(value) ? 'an array' : typeof value;
+}
+
+function unknownFields(
+  value: Record<string, unknown>,
+  known: readonly string[],
+  prefix: string,
+  problems: string[],
+): void {
+  for (const key of Object.keys(value)) {
+    if (!known.includes(key)) problems.push(`unknown field '${prefix}${key}'`);
+  }
+}
+
+const plain = (field: string): string => field;
+
+/** A number field in [min, max]; absent → undefined, bad → a problem and undefined. */
+function numberField(
+  value: Record<string, unknown>,
+  field: string,
+  min: number,
+  max: number | undefined,
+  problems: string[],
+  name: (field: string) => string = plain,
+): number | undefined {
+  const raw = value[field];
+  if (raw === undefined) return undefined;
+  if (!isFiniteNumber(raw) || raw < min || (max !== undefined && raw > max)) {
+    const range = max === undefined ? `>= ${min}` : `in [${min}, ${max}]`;
+    problems.push(`${name(field)} must be a number ${range}, got ${describe(raw)}`);
+    return undefined;
+  }
+  return raw;
+}
+
+/** An integer field in [min, max]; absent → undefined, bad → a problem and undefined. */
+function integerField(
+  value: Record<string, unknown>,
+  field: string,
+  min: number,
+  max: number | undefined,
+  problems: string[],
+  name: (field: string) => string = plain,
+): number | undefined {
+  const raw = value[field];
+  if (raw === undefined) return undefined;
+  if (
+    typeof raw !== 'number' ||
+    !Number.isInteger(raw) ||
+    raw < min ||
+    (max !== undefined && raw > max)
+  ) {
+    const range = max === undefined ? `>= ${min}` : `in [${min}, ${max}]`;
+    problems.push(`${name(field)} must be an integer ${range}, got ${describe(raw)}`);
+    return undefined;
+  }
+  return raw;
+}
+
+function requiredIntegerField(
+  value: Record<string, unknown>,
+  field: string,
+  min: number,
+  problems: string[],
+): number | undefined {
+  if (value[field] === undefined) {
+    problems.push(`${field} is required (an integer >= ${min})`);
+    return undefined;
+  }
+  return integerField(value, field, min, undefined, problems);
 }

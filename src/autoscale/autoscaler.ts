@@ -5,6 +5,7 @@
 
 import type { AutoscalePolicy } from './autoscale-policy.ts';
 import type { ScaleSample } from './scale-signals.ts';
+import { hasDemand, signalValue } from './signal-value.ts';
 
 export interface ScaleDecision {
   /** The replica count wanted now (within min/max; 0 only when scale-to-zero applies). */
@@ -40,18 +41,230 @@ export interface ScalingPolicyRunner {
   decide(nowMs: number, current: number, forecast?: DemandForecast): ScaleDecision;
 }
 
+export interface AutoscalerOptions {
+  /**
+   * When demand was last seen (a restarted control plane passes the stored lastDemandAt, so
+   * the idle period carries on). Absent: the idle period counts from the first sample.
+   */
+  readonly lastDemandAtMs?: number;
+}
+
+/**
+ * Knative's KPA in shape, per endpoint. Each decision, in order:
+ *
+ *   stable  = mean of the signal over the stable window (60 s)   → ceil(stable / target)
+ *   panic   = mean over the panic window (6 s)                   → ceil(panic / target)
+ *   rate    : each clamped to [floor(current / down), ceil(current × up)]
+ *   mode    : panic while panic / target >= panicThreshold × max(1, ready), and until a stable
+ *             window has passed since that last held; in panic the count is the most wanted
+ *             since panic began (and never below the count panic began at)
+ *   predict : max(reactive, ceil(forecast / target))
+ *   bounds  : clamp into [minReplicas, maxReplicas]
+ *   delay   : the max of those counts over the scale-down delay (a dip must last to count)
+ *   zero    : minReplicas 0: after idleMs with no demand → 0 (unless a forecast wants more);
+ *             any demand (a request arrived, in flight or held) → at least 1 at once
+ *
+ * The rates are relative to `current` (the count last applied), not to the ready replicas,
+ * so replicas that are still starting count against a further scale-up factor.
+ */
 export class Autoscaler implements ScalingPolicyRunner {
-  constructor(readonly policy: AutoscalePolicy) {}
+  /** Samples of the last stable window, oldest first. */
+  private readonly samples: ScaleSample[] = [];
+  private lastDemandAtMs: number | undefined;
+  /** Last decision time at which the panic window was over the threshold; null: not in panic. */
+  private lastPanicDemandAtMs: number | null = null;
+  /** The most wanted since panic began (panic never scales down). */
+  private maxPanicReplicas = 0;
+  /** Counts wanted over the scale-down delay, oldest first (one per decision time). */
+  private readonly delayWindow: { atMs: number; replicas: number }[] = [];
+
+  constructor(
+    readonly policy: AutoscalePolicy,
+    options: AutoscalerOptions = {},
+  ) {
+    this.lastDemandAtMs = options.lastDemandAtMs;
+  }
 
   observe(sample: ScaleSample): void {
-    void sample;
-    throw new Error('Autoscaler: not implemented yet (issue 14, helper A)');
+    this.samples.push(sample);
+    if (hasDemand(sample) || this.lastDemandAtMs === undefined) {
+      this.lastDemandAtMs = Math.max(this.lastDemandAtMs ?? sample.atMs, sample.atMs);
+    }
+    const oldestKept = sample.atMs - this.policy.stableWindowMs;
+    while (this.samples.length > 0 && this.samples[0]!.atMs <= oldestKept) this.samples.shift();
+  }
+
+  /** When demand was last seen (for the store's lastDemandAt); undefined: no sample yet. */
+  get lastDemandMs(): number | undefined {
+    return this.lastDemandAtMs;
   }
 
   decide(nowMs: number, current: number, forecast?: DemandForecast): ScaleDecision {
-    void nowMs;
-    void current;
-    void forecast;
-    throw new Error('Autoscaler: not implemented yet (issue 14, helper A)');
+    const p = this.policy;
+    const clamp = (n: number): number => Math.min(p.maxReplicas, Math.max(p.minReplicas, n));
+    const predictive = this.predictive(forecast);
+    const latest = this.latestAt(nowMs);
+    if (latest === undefined) {
+      const replicas = clamp(current);
+      return {
+        replicas,
+        mode: 'stable',
+        reactive: current,
+        predictive,
+        reason: `no samples yet; holding ${replicas}`,
+      };
+    }
+
+    const name = p.signal === 'custom' ? `${p.signal} ${p.customMetric ?? ''}` : p.signal;
+    const stable = this.windowMean(nowMs, p.stableWindowMs);
+    const reasons: string[] = [];
+    let mode: ScaleDecision['mode'] = 'stable';
+    let reactive: number;
+    let wanted: number;
+    if (stable === null) {
+      // Nothing measured (worker load not reported): hold rather than guess.
+      reactive = current;
+      wanted = current;
+      reasons.push(`no ${name} measured in ${seconds(p.stableWindowMs)}; holding ${current}`);
+    } else {
+      const panic = this.windowMean(nowMs, p.panicWindowMs) ?? stable;
+      const stableWants = replicasFor(stable, p.target);
+      const panicWants = replicasFor(panic, p.target);
+      const maxUp = Math.ceil(p.maxScaleUpRate * Math.max(1, current));
+      const maxDown = Math.floor(current / p.maxScaleDownRate);
+      const limit = (n: number): number => Math.min(maxUp, Math.max(maxDown, n));
+      const ready = Math.max(1, latest.readyReplicas);
+      if (panic / p.target >= p.panicThreshold * ready) {
+        if (this.lastPanicDemandAtMs === null) this.maxPanicReplicas = current;
+        this.lastPanicDemandAtMs = nowMs;
+      } else if (
+        this.lastPanicDemandAtMs !== null &&
+        nowMs - this.lastPanicDemandAtMs >= p.stableWindowMs
+      ) {
+        this.exitPanic();
+      }
+      reactive = stableWants;
+      wanted = limit(stableWants);
+      reasons.push(
+        `${name} ${fixed(stable)} (${seconds(p.stableWindowMs)} mean) / target ${fixed(p.target)} → ${stableWants}`,
+      );
+      if (this.lastPanicDemandAtMs !== null) {
+        mode = 'panic';
+        reactive = Math.max(stableWants, panicWants);
+        wanted = Math.max(wanted, limit(panicWants));
+        this.maxPanicReplicas = Math.max(this.maxPanicReplicas, wanted);
+        wanted = this.maxPanicReplicas;
+        reasons.push(
+          `panic since ${name} reached ${fixed(p.panicThreshold)} × the capacity of the ready replicas: ${fixed(panic)} (${seconds(p.panicWindowMs)} mean) → ${panicWants}, never down in panic`,
+        );
+      }
+      if (wanted !== reactive && mode === 'stable') {
+        reasons.push(`rate-limited to ${wanted} (from ${current})`);
+      }
+    }
+
+    if (predictive > wanted) {
+      reasons.push(`predictive ${predictive} (forecast ${fixed(forecast?.signalAhead ?? 0)})`);
+      wanted = predictive;
+    }
+    const bounded = clamp(wanted);
+    if (bounded !== wanted)
+      reasons.push(`bounded to ${bounded} by [${p.minReplicas}, ${p.maxReplicas}]`);
+
+    if (p.minReplicas === 0 && p.scaleToZero !== undefined) {
+      const idleMs = nowMs - (this.lastDemandAtMs ?? nowMs);
+      if (idleMs >= p.scaleToZero.idleMs && predictive === 0) {
+        // No request for the whole idle period: whatever the windows still remember, go to
+        // zero, and forget the older wants so a wake starts from what it sees then.
+        this.exitPanic();
+        this.delayWindow.length = 0;
+        return {
+          replicas: 0,
+          mode: 'stable',
+          reactive,
+          predictive,
+          reason: `no requests for ${seconds(idleMs)} (idle after ${seconds(p.scaleToZero.idleMs)}) → 0`,
+        };
+      }
+    }
+
+    let replicas = this.delayed(nowMs, bounded);
+    if (replicas > bounded)
+      reasons.push(`held at ${replicas} by the scale-down delay (${seconds(p.scaleDownDelayMs)})`);
+    if (replicas === 0 && p.minReplicas === 0) {
+      replicas = 1;
+      reasons.push(
+        current === 0
+          ? 'demand while at zero → wake to 1'
+          : 'requests within the idle period → at least 1',
+      );
+    }
+    return { replicas, mode, reactive, predictive, reason: reasons.join('; ') };
   }
+
+  private predictive(forecast: DemandForecast | undefined): number {
+    if (
+      forecast === undefined ||
+      !Number.isFinite(forecast.signalAhead) ||
+      forecast.signalAhead <= 0
+    ) {
+      return 0;
+    }
+    return Math.min(this.policy.maxReplicas, replicasFor(forecast.signalAhead, this.policy.target));
+  }
+
+  private exitPanic(): void {
+    this.lastPanicDemandAtMs = null;
+    this.maxPanicReplicas = 0;
+  }
+
+  private latestAt(nowMs: number): ScaleSample | undefined {
+    for (let i = this.samples.length - 1; i >= 0; i--) {
+      const sample = this.samples[i]!;
+      if (sample.atMs <= nowMs) return sample;
+    }
+    return undefined;
+  }
+
+  /** Mean of the signal over samples in (now - windowMs, now] that measured it; null: none. */
+  private windowMean(nowMs: number, windowMs: number): number | null {
+    let sum = 0;
+    let count = 0;
+    for (const sample of this.samples) {
+      if (sample.atMs <= nowMs - windowMs || sample.atMs > nowMs) continue;
+      const value = signalValue(this.policy, sample);
+      if (value === null || !Number.isFinite(value)) continue;
+      sum += Math.max(0, value);
+      count += 1;
+    }
+    return count === 0 ? null : sum / count;
+  }
+
+  /** Records this decision's count and answers the max over the scale-down delay. */
+  private delayed(nowMs: number, replicas: number): number {
+    const delayMs = this.policy.scaleDownDelayMs;
+    if (delayMs <= 0) return replicas;
+    const window = this.delayWindow;
+    // A second decision at the same time replaces the first: deciding again gives the same.
+    if (window.length > 0 && window[window.length - 1]!.atMs === nowMs) window.pop();
+    window.push({ atMs: nowMs, replicas });
+    while (window.length > 0 && window[0]!.atMs <= nowMs - delayMs) window.shift();
+    return window.reduce((most, entry) => Math.max(most, entry.replicas), 0);
+  }
+}
+
+/**
+ * ceil(value / target), with a tolerance so that a signal of exactly n × target (up to float
+ * rounding of the means) asks for n replicas, not n + 1.
+ */
+export function replicasFor(value: number, target: number): number {
+  return Math.max(0, Math.ceil(value / target - 1e-9));
+}
+
+function fixed(value: number): string {
+  return Number.isInteger(value) ? String(value) : value.toFixed(2);
+}
+
+function seconds(ms: number): string {
+  return `${fixed(ms / 1000)} s`;
 }

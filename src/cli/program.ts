@@ -21,6 +21,7 @@ import { registerModelsCommands } from './commands/models.ts';
 import { registerPolicyCommands } from './commands/policy.ts';
 import { registerPredictCommand } from './commands/predict.ts';
 import { registerRolloutCommands } from './commands/rollout.ts';
+import { registerSimulateCommand } from './commands/simulate.ts';
 import { registerTeamsCommands } from './commands/teams.ts';
 import { registerTrafficCommands } from './commands/traffic.ts';
 import { registerUpCommand } from './commands/up.ts';
@@ -77,6 +78,7 @@ export function buildProgram(): Command {
   registerAuditCommand(program);
   registerHealthCommand(program);
   registerLlmCommands(program);
+  registerSimulateCommand(program);
   acceptGlobalOptionsEverywhere(program);
   return program;
 }

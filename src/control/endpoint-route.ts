@@ -37,6 +37,7 @@ import type { EndpointRecord } from '../store/serving-records.ts';
 import type { EndpointTrafficRecord, VersionRef } from '../store/traffic-records.ts';
 import type { KeptRevision, ReplicaState } from './replica-plan.ts';
 import { llmReplicaBound, workerRevision, workerServingSettings } from './serving-defaults.ts';
+import { activationOf } from './autoscale/scaled-endpoint.ts';
 
 export const defaultMaxBodyBytes = 32 * 1024 * 1024;
 
@@ -238,6 +239,8 @@ export function endpointRoute({
     const settings = workerServingSettings(format, endpoint.config);
     return settings.llm === null ? replicaBound(settings.batching) : llmReplicaBound(settings.llm);
   };
+  // Scale-to-zero (issue 14): the gateway holds requests while the endpoint wakes.
+  const activation = activationOf(endpoint);
   return {
     name: endpoint.name,
     team: endpoint.team,
@@ -256,6 +259,7 @@ export function endpointRoute({
     maxConcurrencySource: configured === undefined ? 'derived' : 'configured',
     replicas: serving.map(replicaRoute),
     ...(trafficRoute === undefined ? {} : { traffic: trafficRoute }),
+    ...(activation === null ? {} : { activation }),
   };
 }
 

@@ -23,6 +23,7 @@ import {
   readModelConfig,
 } from './llm-deploy-check.ts';
 import { resolveLlmServingConfig } from '../llm/serving/llm-serving-config.ts';
+import { resolveAutoscalePolicy, type AutoscalePolicy } from '../autoscale/autoscale-policy.ts';
 import {
   completeEndpointConfig,
   workerRevision,
@@ -134,7 +135,9 @@ export class EndpointService {
     await this.checkServingConfig(version, request.config ?? {});
     const team = request.team ?? model.team;
     checkName('team', team);
-    const config = completeEndpointConfig(request.config ?? {});
+    const autoscale = deployAutoscale(name, request);
+    const replicas = request.replicas ?? (autoscale === null ? 1 : autoscale.startReplicas);
+    const config = completeEndpointConfig(request.config ?? {}, autoscale?.policy);
     // Replacing the stable version is refused while a rollout or experiment runs on it;
     // a deploy of the same version (new replicas, new settings) is not.
     const existing = await this.registry.store.getEndpoint(name);
@@ -153,7 +156,7 @@ export class EndpointService {
         model: model.name,
         version: version.version,
         ref,
-        replicas: request.replicas ?? 1,
+        replicas,
         config,
       },
       {
@@ -169,8 +172,39 @@ export class EndpointService {
       options.actor ?? 'platform',
       request.warmGraceMs,
     );
+    if (autoscale !== null) await this.deployedScale(endpoint, autoscale.policy, request.replicas);
     await this.reconciler.trigger();
     return { endpoint: this.view(endpoint, version.format), created };
+  }
+
+  /**
+   * An autoscaled endpoint's count at deploy: created from `replicas`; on a redeploy the
+   * running count is kept (within the new min/max) unless `replicas` was asked for.
+   */
+  private async deployedScale(
+    endpoint: EndpointRecord,
+    policy: AutoscalePolicy,
+    asked: number | undefined,
+  ): Promise<void> {
+    const store = this.registry.store;
+    const current = await store.getEndpointScale(endpoint.name);
+    const inRange = (n: number): number =>
+      Math.min(policy.maxReplicas, Math.max(policy.minReplicas, n));
+    const to = asked ?? (current === null ? endpoint.replicas : inRange(current.replicas));
+    if (current !== null && current.replicas === to) return;
+    await store.setEndpointScale({
+      endpoint: endpoint.name,
+      replicas: to,
+      reason: `deployed with ${to} replicas (autoscaling ${policy.minReplicas}..${policy.maxReplicas})`,
+      event: {
+        endpoint: endpoint.name,
+        kind: 'manual',
+        from: current?.replicas ?? 0,
+        to,
+        mode: 'manual',
+        reason: 'deploy',
+      },
+    });
   }
 
   /** Refuses (400 naming the field, or 422 for a model the engine cannot run) before storing. */
@@ -330,4 +364,33 @@ export function whyNotReady(current: readonly ReplicaStatus[], nowMs: number): s
 /** Starting, but its worker has already reported a failure (it exits next). */
 function failingNow(replica: ReplicaStatus): boolean {
   return replica.state === 'starting' && replica.reason !== null && replica.lastFailure === null;
+}
+
+/**
+ * A deploy's autoscaling policy, checked and completed (KILN_AUTOSCALE_INVALID naming the
+ * field), and the count to start from: `replicas` when given, which must lie within
+ * min/max; else max(1, minReplicas) (an endpoint allowed to go to zero starts with one and
+ * goes there when idle). null: no policy.
+ */
+export function deployAutoscale(
+  name: string,
+  request: Pick<DeployRequest, 'config' | 'replicas'>,
+): { readonly policy: AutoscalePolicy; readonly startReplicas: number } | null {
+  const input = request.config?.autoscale;
+  if (input === undefined) return null;
+  const check = resolveAutoscalePolicy(input);
+  if (!check.ok)
+    throw kilnError('KILN_AUTOSCALE_INVALID', { endpoint: name, reason: check.reason });
+  const { policy } = check;
+  const replicas = request.replicas;
+  if (replicas !== undefined && (replicas < policy.minReplicas || replicas > policy.maxReplicas)) {
+    throw kilnError('KILN_AUTOSCALE_INVALID', {
+      endpoint: name,
+      reason: `replicas ${replicas} is outside minReplicas..maxReplicas (${policy.minReplicas}..${policy.maxReplicas})`,
+    });
+  }
+  return {
+    policy,
+    startReplicas: replicas ?? Math.min(policy.maxReplicas, Math.max(1, policy.minReplicas)),
+  };
 }

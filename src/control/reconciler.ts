@@ -37,6 +37,7 @@ import {
   type ReplicaState,
 } from './replica-plan.ts';
 import { RoutingTable } from './routing-table.ts';
+import { scaledEndpoint } from './autoscale/scaled-endpoint.ts';
 import { workerRevision, workerServingSettings } from './serving-defaults.ts';
 import {
   defaultMaxBodyBytes,
@@ -130,6 +131,8 @@ interface Replica {
   launch: number;
   /** When the current launch started (for the start timeout). */
   launchedAtMs: number;
+  /** Its current launch was an earlier platform's (adopted): no start time to measure. */
+  adopted: boolean;
 }
 
 /** The last part of a replica id: which start of its platform it was (0 if none). */
@@ -157,6 +160,7 @@ function newReplica(
     handle: null,
     launch: 0,
     launchedAtMs: 0,
+    adopted: false,
   };
 }
 
@@ -214,6 +218,8 @@ export class Reconciler {
   private launches = 0;
   private started = false;
   private firstPassDone!: () => void;
+  /** Told when a replica this platform launched is ready, and how long its start took. */
+  private readonly readyListeners: ((endpoint: string, startMs: number) => void)[] = [];
 
   constructor(private readonly options: ReconcilerOptions) {
     this.routing = new RoutingTable(
@@ -266,6 +272,7 @@ export class Reconciler {
       // Its first (and current) launch is the earlier platform's, running since about now.
       replica.launch = 1;
       replica.launchedAtMs = this.options.clock.now();
+      replica.adopted = true;
       this.replicas.set(replica.id, replica);
       settled.push(
         new Promise<void>((resolve) => {
@@ -314,6 +321,28 @@ export class Reconciler {
       }
     })();
     return this.running;
+  }
+
+  /**
+   * `listener(endpoint, startMs)` for each replica launched here that becomes ready: launch
+   * to ready, in ms (the autoscaler's start-up time and cold starts). Adopted replicas are not
+   * reported: their launch was another platform's.
+   */
+  onReplicaReady(listener: (endpoint: string, startMs: number) => void): void {
+    this.readyListeners.push(listener);
+  }
+
+  /** Ready and starting replicas of the endpoint's current revision (the autoscaler's view). */
+  replicaCounts(endpoint: EndpointRecord): { ready: number; starting: number } {
+    const revision = workerRevision(endpoint);
+    let ready = 0;
+    let starting = 0;
+    for (const r of this.replicas.values()) {
+      if (r.endpoint !== endpoint.name || r.revision !== revision) continue;
+      if (r.state === 'ready') ready += 1;
+      else if (r.state === 'starting') starting += 1;
+    }
+    return { ready, starting };
   }
 
   replicaStatus(endpoint?: string): ReplicaStatus[] {
@@ -377,7 +406,11 @@ export class Reconciler {
 
   private async pass(): Promise<void> {
     const { store } = this.options;
-    this.endpoints = await store.listEndpoints();
+    // An autoscaled endpoint runs its stored count (0 allowed), not the deployed one.
+    const scales = new Map((await store.listEndpointScales()).map((s) => [s.endpoint, s]));
+    this.endpoints = (await store.listEndpoints()).map((e) =>
+      scaledEndpoint(e, scales.get(e.name) ?? null),
+    );
     this.teamLimits = (await store.listTeamLimits()).map((l) => ({
       team: l.team,
       requestsPerSecond: l.requestsPerSecond,
@@ -545,6 +578,7 @@ export class Reconciler {
     const serving = workerServingSettings(version.format, endpoint.config);
     replica.launch += 1;
     replica.launchedAtMs = this.options.clock.now();
+    replica.adopted = false;
     const launch = replica.launch;
     try {
       replica.handle = this.options.backend.start(
@@ -629,6 +663,10 @@ export class Reconciler {
         if (replica.state === 'stopping') return;
         replica.state = 'ready';
         replica.readySinceMs = this.options.clock.now();
+        if (!replica.adopted) {
+          const startMs = replica.readySinceMs - replica.launchedAtMs;
+          for (const listener of this.readyListeners) listener(replica.endpoint, startMs);
+        }
         replica.reason = null;
         replica.reasonCode = null;
         replica.lastFailure = null;

@@ -21,6 +21,7 @@ import {
 import type { ModelFormat } from '../registry/formats/artifact-file.ts';
 import type { RuntimeConfig } from '../runtimes/runtime.ts';
 import type { BatchingConfig, EndpointConfig } from '../store/serving-records.ts';
+import type { AutoscalePolicy } from '../autoscale/autoscale-policy.ts';
 
 // No added delay by default (as Triton's dynamic batcher): a batch runs as soon as the model
 // is free, holding whatever arrived while the previous one ran. Measured here (bench
@@ -63,6 +64,10 @@ export function workerServingSettings(
     timeoutMs,
     maxConcurrency: _gatewayOnly,
     llm,
+    // The control plane's (issue 14): how many replicas, where, on which pool; not the runtime's.
+    autoscale: _autoscale,
+    resources: _resources,
+    pool: _pool,
     ...config
   } = endpointConfig;
   const isLlm = format === 'hf-llm';
@@ -85,8 +90,10 @@ export function llmReplicaBound(llm: ResolvedLlmServingConfig): number {
 }
 
 /** The config a deploy may send: batching fields may be partial (the rest are defaulted). */
-export type EndpointConfigInput = Omit<EndpointConfig, 'batching'> & {
+export type EndpointConfigInput = Omit<EndpointConfig, 'batching' | 'autoscale'> & {
   readonly batching?: Partial<BatchingConfig> | null;
+  /** As a user wrote it: checked and completed by resolveAutoscalePolicy at deploy. */
+  readonly autoscale?: unknown;
 };
 
 /**
@@ -94,8 +101,12 @@ export type EndpointConfigInput = Omit<EndpointConfig, 'batching'> & {
  * `--max-batch 8` alone means "batching on, 8 rows"), preferred sizes sorted and checked.
  * Throws KILN_VALIDATION_FAILED for settings that cannot work together.
  */
-export function completeEndpointConfig(input: EndpointConfigInput): EndpointConfig {
-  const { batching, ...rest } = input;
+export function completeEndpointConfig(
+  input: EndpointConfigInput,
+  autoscale?: AutoscalePolicy,
+): EndpointConfig {
+  const { batching, autoscale: _unchecked, ...fields } = input;
+  const rest: EndpointConfig = autoscale === undefined ? fields : { ...fields, autoscale };
   if (batching === undefined) return rest;
   if (batching === null) return { ...rest, batching: null };
   const maxBatchSize = batching.maxBatchSize ?? onnxDefaultBatching.maxBatchSize;
@@ -118,15 +129,22 @@ export function completeEndpointConfig(input: EndpointConfigInput): EndpointConf
 
 /**
  * What an endpoint's workers are started from: its model, version and every config field a
- * worker reads (all but the gateway's maxConcurrency), in a canonical form. Two deploys with
- * the same revision can share workers; any change is a rollout.
+ * worker reads (all but the gateway's maxConcurrency and the control plane's autoscale and
+ * resources: a new policy or node request changes how many replicas run and where, not what
+ * one runs), in a canonical form. Two deploys with the same revision can share workers; any
+ * change is a rollout.
  */
 export function workerRevision(endpoint: {
   readonly model: string;
   readonly version: number;
   readonly config: EndpointConfig;
 }): string {
-  const { maxConcurrency: _gatewayOnly, ...workerConfig } = endpoint.config;
+  const {
+    maxConcurrency: _gatewayOnly,
+    autoscale: _autoscale,
+    resources: _resources,
+    ...workerConfig
+  } = endpoint.config;
   return `${endpoint.model}@${endpoint.version}#${canonicalJson(workerConfig)}`;
 }
 

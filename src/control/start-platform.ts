@@ -27,6 +27,7 @@ import { Reconciler } from './reconciler.ts';
 import { httpGoldenRunner } from './traffic/golden-check.ts';
 import { RolloutController } from './traffic/rollout-controller.ts';
 import { TrafficService, trafficOptionsFromEnv } from './traffic/traffic-service.ts';
+import { AutoscaleController } from './autoscale/autoscale-controller.ts';
 
 export interface PlatformOptions {
   readonly home: string;
@@ -69,6 +70,8 @@ export interface RunningPlatform {
   readonly traffic: TrafficService;
   /** Canary and blue-green rollouts, driven from the store (issue 13). */
   readonly rollouts: RolloutController;
+  /** Autoscaling and scale-to-zero (issue 14). */
+  readonly autoscale: AutoscaleController;
   /** Names of the demo models registered at this start (empty unless `demo`). */
   readonly demoModels: readonly string[];
   close(): Promise<void>;
@@ -132,12 +135,16 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     warmGraceMs: traffic.warmGraceMs,
     log: (message) => process.stderr.write(`kiln: ${message}\n`),
   });
+  // Autoscaling (issue 14): decides each autoscaled endpoint's count every second.
+  const autoscale = new AutoscaleController({ store, clock, replicas: reconciler });
+  reconciler.onReplicaReady((endpoint, startMs) => autoscale.replicaReady(endpoint, startMs));
   let demoModels: string[] = [];
   let app: FastifyInstance | undefined;
   let gateway: GatewayProcess | undefined;
   const closeAll = async (): Promise<void> => {
     try {
       await rollouts.close();
+      await autoscale.close();
       await gateway?.stop();
       await reconciler.close();
       await app?.close();
@@ -166,7 +173,15 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       logger: options.logger ?? false,
       ...(apiOnly
         ? {}
-        : { serving: { endpoints, reconciler, rollouts, gatewayUrl: () => gatewayUrl } }),
+        : {
+            serving: {
+              endpoints,
+              reconciler,
+              rollouts,
+              autoscale,
+              gatewayUrl: () => gatewayUrl,
+            },
+          }),
     });
     await app.listen({ host: options.host, port: options.port });
     const address = app.server.address();
@@ -184,6 +199,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       reconciler.start();
       // Carries on whatever rollout the last control plane on this home left active.
       rollouts.start();
+      autoscale.start();
     }
     if (withGateway) {
       gateway = new GatewayProcess({
@@ -205,6 +221,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       reconciler,
       traffic,
       rollouts,
+      autoscale,
       demoModels,
       close: closeAll,
     };

@@ -382,6 +382,12 @@ export const errorRegistry = {
     template: 'invalid trace {source}: {reason}',
     hint: 'a trace is CSV `t_seconds,rps` rows (header optional) or JSON [{"t": s, "rps": n}]',
   },
+  KILN_SIMULATION_INVALID: {
+    status: 400,
+    retryable: false,
+    template: 'invalid simulation: {reason}',
+    hint: 'see docs/simulator.md for the model and policy file formats',
+  },
   // --- traffic management (policies, rollouts, experiments, golden sets) ---
   KILN_TRAFFIC_POLICY_INVALID: {
     status: 400,

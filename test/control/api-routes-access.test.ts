@@ -14,6 +14,7 @@ import { Reconciler } from '../../src/control/reconciler.ts';
 import { httpGoldenRunner } from '../../src/control/traffic/golden-check.ts';
 import { RolloutController } from '../../src/control/traffic/rollout-controller.ts';
 import { TrafficService } from '../../src/control/traffic/traffic-service.ts';
+import { AutoscaleController } from '../../src/control/autoscale/autoscale-controller.ts';
 import { ArtifactStore } from '../../src/registry/artifact-store.ts';
 import { Registry } from '../../src/registry/registry.ts';
 import type { TokenRole } from '../../src/store/access-records.ts';
@@ -82,6 +83,14 @@ const declared: Readonly<Record<string, Need>> = {
   'GET /api/v1/lineage': 'read',
   'HEAD /api/v1/blobs/:sha256': 'read',
   'PUT /api/v1/blobs/:sha256': 'upload',
+  'POST /api/v1/scaling/reports': 'routing',
+  'POST /api/v1/endpoints/:name/wake': 'routing',
+  'GET /api/v1/endpoints/:name/autoscale': 'read',
+  'PUT /api/v1/endpoints/:name/autoscale': 'team',
+  'DELETE /api/v1/endpoints/:name/autoscale': 'team',
+  'GET /api/v1/endpoints/:name/scale': 'read',
+  'GET /api/v1/endpoints/:name/scale/events': 'read',
+  'GET /metrics': 'read',
 };
 
 /** Who may make a call of each need, as far as a role alone decides (a team aside). */
@@ -138,6 +147,7 @@ test('every route declares its need, and each role gets exactly what the need al
       endpoints: new EndpointService(registry, reconciler, () => '', clock),
       reconciler,
       gatewayUrl: () => '',
+      autoscale: new AutoscaleController({ store, clock, replicas: reconciler }),
       rollouts: new RolloutController({
         store,
         traffic,

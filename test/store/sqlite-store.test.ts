@@ -53,6 +53,7 @@ test('opens in WAL mode with foreign keys and records applied migrations; reopen
     { version: 3, name: 'team-limits' },
     { version: 4, name: 'control-tokens-and-audit' },
     { version: 5, name: 'traffic-management' },
+    { version: 6, name: 'autoscaling-and-pools' },
   ]);
   db.close();
 });

@@ -14,11 +14,13 @@ import { registerRolloutRoutes } from './routes-rollouts.ts';
 import { registerSystemRoutes } from './routes-system.ts';
 import { registerServingRoutes } from './routes-serving.ts';
 import { registerTrafficRoutes } from './routes-traffic.ts';
+import { registerScalingRoutes } from './routes-scaling.ts';
 import { registerExperimentRoutes } from './routes-experiments.ts';
 import { ExperimentService } from '../traffic/experiments.ts';
 import type { EndpointService } from '../endpoints.ts';
 import type { Reconciler } from '../reconciler.ts';
 import type { RolloutController } from '../traffic/rollout-controller.ts';
+import type { AutoscaleController } from '../autoscale/autoscale-controller.ts';
 
 export interface ApiServerOptions {
   readonly registry: Registry;
@@ -36,6 +38,8 @@ export interface ApiServerOptions {
     readonly reconciler: Reconciler;
     readonly gatewayUrl: () => string;
     readonly rollouts?: RolloutController;
+    /** Autoscaling (issue 14): its routes are served when given. */
+    readonly autoscale?: AutoscaleController;
   };
 }
 
@@ -92,6 +96,8 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     registerExperimentRoutes(app, options.registry.store, experiments);
     const rollouts = options.serving.rollouts;
     if (rollouts !== undefined) registerRolloutRoutes(app, options.registry, rollouts);
+    const autoscale = options.serving.autoscale;
+    if (autoscale !== undefined) registerScalingRoutes(app, options.registry.store, autoscale);
   }
   registerModelRoutes(app, options.registry);
   registerGoldenRoutes(app, options.registry);

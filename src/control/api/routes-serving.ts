@@ -55,6 +55,8 @@ const deployBody = {
         },
         timeoutMs: { type: 'integer', minimum: 1, maximum: 3_600_000 },
         maxConcurrency: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+        // Its fields are checked by resolveAutoscalePolicy at deploy (each problem named).
+        autoscale: { type: 'object', maxProperties: 64 },
         // hf-llm only. Types here; ranges, the format and the model's own limits are checked
         // by the deploy (llm-deploy-check.ts), with messages that say what would work.
         llm: {

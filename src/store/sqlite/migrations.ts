@@ -266,4 +266,55 @@ export const sqliteMigrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 6,
+    name: 'autoscaling-and-pools',
+    sql: `
+      -- per autoscaled endpoint: the count the reconciler runs now (0 allowed); goes with it
+      CREATE TABLE endpoint_scale (
+        endpoint       TEXT PRIMARY KEY REFERENCES endpoints(name) ON DELETE CASCADE,
+        replicas       INTEGER NOT NULL CHECK (replicas >= 0),
+        reason         TEXT NOT NULL,
+        last_demand_at TEXT,
+        updated_at     TEXT NOT NULL
+      );
+
+      -- history of every scale change; append-only, kept after the endpoint is deleted
+      CREATE TABLE scale_events (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        endpoint      TEXT NOT NULL,
+        at            TEXT NOT NULL,
+        kind          TEXT NOT NULL CHECK (kind IN
+          ('scale-up', 'scale-down', 'to-zero', 'wake', 'manual')),
+        from_replicas INTEGER NOT NULL,
+        to_replicas   INTEGER NOT NULL,
+        mode          TEXT NOT NULL,
+        reason        TEXT NOT NULL
+      );
+      CREATE INDEX scale_events_endpoint ON scale_events(endpoint, id);
+
+      -- gateway demand per endpoint and minute (minute_ms: epoch ms, a multiple of 60 000),
+      -- summed over gateways; what the predictive scaler learns from. Kept after a delete.
+      CREATE TABLE demand_history (
+        endpoint            TEXT NOT NULL,
+        minute_ms           INTEGER NOT NULL,
+        arrivals            INTEGER NOT NULL CHECK (arrivals >= 0),
+        concurrency_seconds REAL NOT NULL CHECK (concurrency_seconds >= 0),
+        seconds             REAL NOT NULL CHECK (seconds >= 0),
+        latency_json        TEXT NOT NULL,  -- HistogramSketchSnapshot of 200 answers, ms
+        PRIMARY KEY (endpoint, minute_ms)
+      );
+      CREATE INDEX demand_history_minute ON demand_history(minute_ms);
+
+      -- shared worker pools (kiln pools create); endpoints name theirs in config_json.pool
+      CREATE TABLE pools (
+        name                TEXT PRIMARY KEY,
+        team                TEXT NOT NULL,
+        workers             INTEGER NOT NULL CHECK (workers >= 1),
+        memory_budget_bytes INTEGER NOT NULL CHECK (memory_budget_bytes > 0),
+        created_at          TEXT NOT NULL,
+        updated_at          TEXT NOT NULL
+      );
+    `,
+  },
 ];

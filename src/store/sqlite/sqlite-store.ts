@@ -41,6 +41,7 @@ import { SqliteAccessTables } from './sqlite-access.ts';
 import { SqliteTrafficTables } from './sqlite-traffic.ts';
 import { SqliteRolloutTables } from './sqlite-rollouts.ts';
 import { SqliteTrafficDataTables } from './sqlite-traffic-data.ts';
+import { SqliteScalingTables } from './sqlite-scaling.ts';
 import type { AuditRecord, NewAuditRecord, NewToken, TokenRecord } from '../access-records.ts';
 import type {
   EndpointTrafficRecord,
@@ -95,6 +96,7 @@ export class SqliteStore implements Store {
   private readonly traffic: SqliteTrafficTables;
   private readonly rollouts: SqliteRolloutTables;
   private readonly trafficData: SqliteTrafficDataTables;
+  private readonly scaling: SqliteScalingTables;
 
   private constructor(db: Database.Database, clock: Clock) {
     this.db = db;
@@ -106,6 +108,7 @@ export class SqliteStore implements Store {
     this.rollouts = new SqliteRolloutTables(db);
     this.traffic = new SqliteTrafficTables(db, clock, this.rollouts);
     this.trafficData = new SqliteTrafficDataTables(db, clock);
+    this.scaling = new SqliteScalingTables(db, clock);
   }
 
   static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
@@ -736,59 +739,57 @@ export class SqliteStore implements Store {
   getGoldenSet(model: string, version: number): Promise<GoldenSet | null> {
     return this.run(() => this.trafficData.getGoldenSet(model, version));
   }
-  // --- autoscaling and pools: issue 14, helper B (sqlite-scaling.ts) ---
+  // ---------------------------------------------------------------- autoscaling and pools
 
-  getEndpointScale(_endpoint: string): Promise<EndpointScaleRecord | null> {
-    return Promise.reject(new Error('getEndpointScale: not implemented yet (issue 14, helper B)'));
+  getEndpointScale(endpoint: string): Promise<EndpointScaleRecord | null> {
+    return this.run(() => this.scaling.getScale(endpoint));
   }
 
   listEndpointScales(): Promise<readonly EndpointScaleRecord[]> {
-    return Promise.reject(
-      new Error('listEndpointScales: not implemented yet (issue 14, helper B)'),
-    );
+    return this.run(() => this.scaling.listScales());
   }
 
-  setEndpointScale(_change: ScaleChange): Promise<EndpointScaleRecord> {
-    return Promise.reject(new Error('setEndpointScale: not implemented yet (issue 14, helper B)'));
+  setEndpointScale(change: ScaleChange): Promise<EndpointScaleRecord> {
+    return this.run(() => this.scaling.setScale(change));
   }
 
-  listScaleEvents(_query: {
+  listScaleEvents(query: {
     readonly endpoint?: string;
     readonly since?: string;
     readonly limit?: number;
   }): Promise<readonly ScaleEvent[]> {
-    return Promise.reject(new Error('listScaleEvents: not implemented yet (issue 14, helper B)'));
+    return this.run(() => this.scaling.listEvents(query));
   }
 
-  mergeDemand(_rows: readonly DemandRow[]): Promise<void> {
-    return Promise.reject(new Error('mergeDemand: not implemented yet (issue 14, helper B)'));
+  mergeDemand(rows: readonly DemandRow[]): Promise<void> {
+    return this.run(() => this.scaling.mergeDemand(rows));
   }
 
-  listDemand(_query: {
+  listDemand(query: {
     readonly endpoint: string;
     readonly since: string;
     readonly until?: string;
   }): Promise<readonly DemandRow[]> {
-    return Promise.reject(new Error('listDemand: not implemented yet (issue 14, helper B)'));
+    return this.run(() => this.scaling.listDemand(query));
   }
 
-  pruneDemand(_before: string): Promise<number> {
-    return Promise.reject(new Error('pruneDemand: not implemented yet (issue 14, helper B)'));
+  pruneDemand(before: string): Promise<number> {
+    return this.run(() => this.scaling.pruneDemand(before));
   }
 
-  putPool(_pool: NewPool): Promise<PoolRecord> {
-    return Promise.reject(new Error('putPool: not implemented yet (issue 14, helper B)'));
+  putPool(pool: NewPool): Promise<PoolRecord> {
+    return this.run(() => this.scaling.putPool(pool));
   }
 
-  getPool(_name: string): Promise<PoolRecord | null> {
-    return Promise.reject(new Error('getPool: not implemented yet (issue 14, helper B)'));
+  getPool(name: string): Promise<PoolRecord | null> {
+    return this.run(() => this.scaling.getPool(name));
   }
 
   listPools(): Promise<readonly PoolRecord[]> {
-    return Promise.reject(new Error('listPools: not implemented yet (issue 14, helper B)'));
+    return this.run(() => this.scaling.listPools());
   }
 
-  deletePool(_name: string): Promise<PoolRecord | null> {
-    return Promise.reject(new Error('deletePool: not implemented yet (issue 14, helper B)'));
+  deletePool(name: string): Promise<PoolRecord | null> {
+    return this.run(() => this.scaling.deletePool(name));
   }
 }

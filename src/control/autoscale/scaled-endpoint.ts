@@ -1,0 +1,40 @@
+// What the reconciler runs for an endpoint with an autoscaling policy: its stored count
+// (the autoscale controller's, 0 allowed) instead of the deployed `replicas`; until the
+// controller has written one, the deployed count within the policy's min/max. And what the
+// gateway's activator needs to hold requests while such an endpoint wakes from zero. Pure.
+
+import type { ActivationRoute } from '../../gateway/routing-snapshot.ts';
+import type { EndpointRecord } from '../../store/serving-records.ts';
+import type { EndpointScaleRecord } from '../../store/scaling-records.ts';
+
+/** scaleToZero's defaults (autoscale-policy.ts), for a stored policy written without them. */
+const defaultActivation: ActivationRoute = {
+  queueLimit: 100,
+  timeoutMs: 30_000,
+  coldStartBudgetMs: 10_000,
+};
+
+/** The endpoint with `replicas` as the reconciler should run it now. */
+export function scaledEndpoint(
+  endpoint: EndpointRecord,
+  scale: EndpointScaleRecord | null,
+): EndpointRecord {
+  const policy = endpoint.config.autoscale;
+  if (policy === undefined) return endpoint;
+  const replicas =
+    scale?.replicas ??
+    Math.min(policy.maxReplicas, Math.max(policy.minReplicas, endpoint.replicas));
+  return replicas === endpoint.replicas ? endpoint : { ...endpoint, replicas };
+}
+
+/** The activator's settings when the endpoint may be at zero replicas; null otherwise. */
+export function activationOf(endpoint: EndpointRecord): ActivationRoute | null {
+  const policy = endpoint.config.autoscale;
+  if (policy === undefined || policy.minReplicas > 0) return null;
+  const toZero = policy.scaleToZero;
+  return {
+    queueLimit: toZero?.queueLimit ?? defaultActivation.queueLimit,
+    timeoutMs: toZero?.timeoutMs ?? defaultActivation.timeoutMs,
+    coldStartBudgetMs: toZero?.coldStartBudgetMs ?? defaultActivation.coldStartBudgetMs,
+  };
+}
