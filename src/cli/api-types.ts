@@ -143,7 +143,33 @@ export interface EndpointConfig {
   maxConcurrency?: number;
   /** hf-llm endpoints only: the engine's and the streams' settings (absent = defaults). */
   llm?: LlmSettings;
+  /** Autoscaling (checked and completed by the platform; docs/autoscaling.md). */
+  autoscale?: AutoscaleSettings;
 }
+
+/** An autoscaling policy as a deploy or `kiln autoscale set` sends it (the rest defaulted). */
+export interface AutoscaleSettings {
+  minReplicas?: number;
+  maxReplicas?: number;
+  signal?: string;
+  target?: number;
+  customMetric?: string;
+  stableWindowMs?: number;
+  panicWindowMs?: number;
+  panicThreshold?: number;
+  scaleDownDelayMs?: number;
+  scaleToZero?: {
+    idleMs?: number;
+    queueLimit?: number;
+    timeoutMs?: number;
+    coldStartBudgetMs?: number;
+  };
+  predictive?: boolean | { startupMs?: number; historyDays?: number; bucketMs?: number };
+}
+
+// Autoscaling responses are the control plane's own types (type-only imports).
+export type { ScaleStatus as ScaleStatusView } from '../control/autoscale/autoscale-controller.ts';
+export type { ScaleEvent as ScaleEventView } from '../store/scaling-records.ts';
 
 /** An hf-llm endpoint's serving settings as a deploy sends them (every field optional). */
 export type LlmSettings = { -readonly [K in keyof LlmServingConfig]?: LlmServingConfig[K] };

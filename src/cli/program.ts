@@ -9,6 +9,7 @@
 
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
+import { registerAutoscaleCommands } from './commands/autoscale.ts';
 import { registerDeployCommand } from './commands/deploy.ts';
 import { registerDownCommand } from './commands/down.ts';
 import { registerEndpointsCommands } from './commands/endpoints.ts';
@@ -68,6 +69,7 @@ export function buildProgram(): Command {
   registerRolloutCommands(program);
   registerEndpointsCommands(program);
   registerTrafficCommands(program);
+  registerAutoscaleCommands(program);
   registerExperimentsCommands(program);
   registerPredictCommand(program);
   registerKeysCommands(program);

@@ -17,6 +17,8 @@
 //        (v1 predict: every answer is held, and a 200's v2 outputs become `predictions`)
 //     └▶ onResponseError before any response on a lost connection: eject the replica and
 //        send once more to another one; else 503 (retryable, Retry-After: 1) or 504.
+//     (no replica, the endpoint scaling from zero: held by the activator, activator.ts,
+//      and sent from the latest table once one is ready)
 //   ─▶ finish; with a traffic policy, after the answer is written: count it for the version
 //      that answered (and its slice, and a 200's outputs) and offer copies to the sampled
 //      shadows (shadow-sender.ts), which never touch this request again.
@@ -110,6 +112,8 @@ export class InferExchange
   /** A streamed 200's chunks so far, kept as `answerBody` (policy endpoints; null: not kept). */
   private answerChunks: Buffer[] | null = null;
   private answerBytes = 0;
+  /** Held before its body could be read (no schema yet): read afresh when released. */
+  private readAfterHold = false;
 
   constructor(
     settings: ExchangeSettings,
@@ -262,6 +266,11 @@ export class InferExchange
       // Without the schema the gateway cannot rewrite (a schema arrives with the first
       // ready replica, so this is the moment before one is).
       if (strict === null) {
+        // At zero replicas and scaling from zero: held, and read once a replica is ready.
+        if (this.holdForActivation(this.entry.name)) {
+          this.readAfterHold = true;
+          return;
+        }
         const reason = 'its schema is not known yet; retry once it has a ready replica';
         this.fail('KILN_MODEL_NOT_READY', { model: this.entry.name, reason });
       } else {
@@ -298,6 +307,17 @@ export class InferExchange
     this.send(null, null);
   }
 
+  protected override resumeAfterHold(): void {
+    const body = this.clientBody;
+    if (!this.readAfterHold || body === null) {
+      this.send(null, null);
+      return;
+    }
+    this.readAfterHold = false;
+    this.entry = this.settings.table?.endpoints.get(this.entry.name) ?? this.entry;
+    this.checkAndSend(body);
+  }
+
   // --- upstream -----------------------------------------------------------------------
 
   protected send(failed: ReplicaState | null, failure: Error | null): void {
@@ -328,6 +348,8 @@ export class InferExchange
     const entry = latest ?? this.entry;
     const replica = pickReplica(entry.replicas, entry.cursor++, performance.now(), failed);
     if (replica === null) {
+      // An endpoint at zero that scales from zero: held until it has a replica (infer only).
+      if (this.method === 'POST' && this.holdForActivation(entry.name)) return;
       this.failNoReplica(entry.name, failure);
       return;
     }

@@ -25,6 +25,9 @@ export type ShadowOutcome = 'sent' | 'dropped' | 'error';
 /** What became of a traffic report (traffic-reporter.ts). */
 export type TrafficReportOutcome = 'sent' | 'failed';
 
+/** What became of a load report (load-reporter.ts). */
+export type LoadReportOutcome = 'sent' | 'failed';
+
 /** Why the gateway refused an infer request at admission (429). */
 export type RejectionReason = 'busy' | 'rate_limited';
 
@@ -35,6 +38,10 @@ const durationBuckets = [
 
 // Seconds to a stream's first byte: queueing and prefill, tens of ms to tens of seconds.
 const ttftBuckets = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60];
+
+// Seconds of a cold start (first held request → first answer): a pre-started tree worker
+// (well under a second) to a large model loading (minutes).
+const coldStartBuckets = [0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 20, 30, 60, 120, 300];
 
 export class GatewayMetrics {
   readonly registry = new Registry();
@@ -49,17 +56,24 @@ export class GatewayMetrics {
   private readonly llmRouted: Counter<'endpoint' | 'policy' | 'reason'>;
   private readonly shadowCopies: Counter<'endpoint' | 'outcome'>;
   private readonly trafficReports: Counter<'outcome'>;
+  private readonly loadReports: Counter<'outcome'>;
+  private readonly coldStarts: Histogram<'endpoint'>;
+  private readonly coldStartsOverBudget: Counter<'endpoint'>;
+  private readonly wakeCalls: Counter<'outcome'>;
   private readonly series = new Map<string, EndpointSeries>();
   private readonly llmSeries = new Map<string, LlmSeries>();
   /** The admission gates, read at scrape time (nothing on the hot path). */
   private gates: () => ReadonlyMap<string, GateView> = () => new Map();
   /** Copies waiting in the shadow queue, read at scrape time. */
   private shadowQueue: () => number = () => 0;
+  /** Requests the activator holds, by endpoint, read at scrape time. */
+  private activatorHeld: () => ReadonlyMap<string, number> = () => new Map();
 
   constructor() {
     const registers = [this.registry];
     const gates = (): ReadonlyMap<string, GateView> => this.gates();
     const shadowQueue = (): number => this.shadowQueue();
+    const activatorHeld = (): ReadonlyMap<string, number> => this.activatorHeld();
     this.requests = new Counter({
       name: 'kiln_gateway_requests_total',
       help: 'Inference requests answered by the gateway, by endpoint, served version and HTTP status.',
@@ -145,6 +159,41 @@ export class GatewayMetrics {
       labelNames: ['outcome'],
       registers,
     });
+    this.loadReports = new Counter({
+      name: 'kiln_gateway_load_reports_total',
+      help: 'Load reports (demand per endpoint, for the autoscaler) posted to the control plane: sent, or failed (dropped, never retried).',
+      labelNames: ['outcome'],
+      registers,
+    });
+    new Gauge({
+      name: 'kiln_gateway_activator_held',
+      help: 'Requests the activator holds for an endpoint at zero replicas while it wakes.',
+      labelNames: ['endpoint'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [endpoint, held] of activatorHeld()) this.set({ endpoint }, held);
+      },
+    });
+    this.coldStarts = new Histogram({
+      name: 'kiln_gateway_cold_start_seconds',
+      help: 'Cold starts of endpoints at zero replicas: from the first request held to the first answer of a released one.',
+      labelNames: ['endpoint'],
+      buckets: coldStartBuckets,
+      registers,
+    });
+    this.coldStartsOverBudget = new Counter({
+      name: 'kiln_gateway_cold_start_over_budget_total',
+      help: "Cold starts longer than the endpoint's cold-start budget (scaleToZero.coldStartBudgetMs), those that ended unanswered included.",
+      labelNames: ['endpoint'],
+      registers,
+    });
+    this.wakeCalls = new Counter({
+      name: 'kiln_gateway_wake_calls_total',
+      help: 'Calls asking the control plane to wake an endpoint at zero replicas: ok, or failed (tried again with backoff while requests are held).',
+      labelNames: ['outcome'],
+      registers,
+    });
     this.llmRouted = new Counter({
       name: 'kiln_gateway_llm_routed_total',
       help: 'OpenAI requests sent to a replica, by routing policy and why that replica: affinity (it served the prompt prefix last), least_loaded, round_robin.',
@@ -160,6 +209,30 @@ export class GatewayMetrics {
 
   trafficReport(outcome: TrafficReportOutcome): void {
     this.trafficReports.labels(outcome).inc();
+  }
+
+  loadReport(outcome: LoadReportOutcome): void {
+    this.loadReports.labels(outcome).inc();
+  }
+
+  /** A cold start measured (activator.ts): seconds to the first answer. */
+  coldStart(endpoint: string, seconds: number, overBudget: boolean): void {
+    this.coldStarts.labels(endpoint).observe(seconds);
+    if (overBudget) this.coldStartsOverBudget.labels(endpoint).inc();
+  }
+
+  /** A cold start that ended with no answer, past its budget. */
+  coldStartOverBudget(endpoint: string): void {
+    this.coldStartsOverBudget.labels(endpoint).inc();
+  }
+
+  wakeCall(outcome: 'ok' | 'failed'): void {
+    this.wakeCalls.labels(outcome).inc();
+  }
+
+  /** Where the activator gauge reads the held requests from. */
+  watchActivator(held: () => ReadonlyMap<string, number>): void {
+    this.activatorHeld = held;
   }
 
   /** The LLM series of one endpoint (made on first use, kept). */

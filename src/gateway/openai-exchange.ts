@@ -169,9 +169,11 @@ export class OpenAiExchange
       this.fail('KILN_FORBIDDEN', { endpoint: model }, false, 'model');
       return;
     }
-    // From here on the request counts in its endpoint's metrics.
+    // From here on the request counts in its endpoint's metrics and demand.
     this.entry = entry;
     this.series = entry.series;
+    this.load = entry.load;
+    this.load?.arrive();
     const traffic = entry.traffic;
     if (traffic !== null) {
       // A policy: the variant (sticky by caller key), which the request is sent as.
@@ -227,6 +229,8 @@ export class OpenAiExchange
     }
     const replica = this.router.choose(entry, this.prefix, failed, performance.now());
     if (replica === null) {
+      // At zero replicas and scaling from zero: held until one is ready (activator.ts).
+      if (this.holdForActivation(entry.name)) return;
       this.failNoReplica(entry.name, failure);
       return;
     }

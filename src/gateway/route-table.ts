@@ -7,11 +7,14 @@
 //     keeps them across snapshots).
 //   - an endpoint with a traffic policy: its TrafficEntry (traffic-entry.ts), one entry per
 //     variant (own check, replicas, version) and per shadow.
+//   - each endpoint's demand counter (load-counter.ts), kept across snapshots.
 // Compiling a schema is not free, so an endpoint whose version and schema did not change
 // reuses the previous table's compiled check (a variant's too).
 
+import type { EndpointReadiness } from './activator.ts';
 import type { Admission, ConcurrencyGate } from './admission.ts';
 import { indexApiKeys } from './auth.ts';
+import type { EndpointLoadCounter, LoadCounter } from './load-counter.ts';
 import type { EndpointSeries, GatewayMetrics } from './metrics.ts';
 import { modelMetadataBody } from './model-metadata.ts';
 import { versionReplicasKey, type ReplicaState } from './replica-set.ts';
@@ -73,6 +76,8 @@ export interface EndpointEntry {
   readonly traffic: TrafficEntry<EndpointEntry> | null;
   /** A variant entry's counter (its version's); null for an endpoint's own entry. */
   readonly counts: VersionCounter | null;
+  /** The endpoint's demand counter for load reports (a variant shares it); null: none kept. */
+  readonly load: EndpointLoadCounter | null;
 }
 
 /** What the traffic entries of a table need besides the snapshot. */
@@ -98,6 +103,7 @@ export function buildRouteTable(
   admission: Admission,
   onBadSchema: (endpoint: string, reason: string) => void,
   traffic: TrafficContext | null = null,
+  loads: LoadCounter | null = null,
 ): RouteTable {
   const endpoints = new Map<string, EndpointEntry>();
   const teamRates = new Map(snapshot.teamLimits.map((l) => [l.team, l.requestsPerSecond]));
@@ -143,6 +149,7 @@ export function buildRouteTable(
       cursor: before?.cursor ?? 0,
       traffic: null,
       counts: null,
+      load: loads?.endpoint(route.name) ?? null,
     };
     const policy =
       route.traffic !== undefined && traffic !== null
@@ -252,4 +259,18 @@ function trafficEntry(
     shadows,
     counter,
   );
+}
+
+/** Whether the endpoint has a ready replica: its own, or any variant's of its traffic policy. */
+export function hasReadyReplica(entry: EndpointEntry): boolean {
+  if (entry.replicas.length > 0) return true;
+  return entry.traffic?.variants.some((variant) => variant.replicas.length > 0) ?? false;
+}
+
+/** How an endpoint stands in `table` for the activator (activator.ts). */
+export function endpointReadiness(table: RouteTable, endpoint: string): EndpointReadiness {
+  const entry = table.endpoints.get(endpoint);
+  if (entry === undefined) return 'gone';
+  if (hasReadyReplica(entry)) return 'ready';
+  return entry.route.activation === undefined ? 'unactivated' : 'waiting';
 }

@@ -90,7 +90,31 @@ function endpointReason(value: unknown, index: number): string | null {
     const reason = trafficReason(traffic, value.name, `${where}.traffic`);
     if (reason !== null) return reason;
   }
+  const activation = activationReason(value.activation, `${where}.activation`);
+  if (activation !== null) return activation;
+  const pool = poolReason(value.pool, `${where}.pool`);
+  if (pool !== null) return pool;
   return replicasReason(value.replicas, where);
+}
+
+/** Scale-to-zero (optional, issue 14): the activator's bounds, each a positive count. */
+function activationReason(value: unknown, where: string): string | null {
+  if (value === undefined || value === null) return null;
+  if (!isObject(value)) return `${where} is not an object`;
+  for (const field of ['queueLimit', 'timeoutMs', 'coldStartBudgetMs'] as const) {
+    const count = value[field];
+    if (!isCount(count) || count === 0) return `${where}.${field} is not a positive integer`;
+  }
+  return null;
+}
+
+/** A shared worker pool (optional, issue 14): its name and the revision its workers load. */
+function poolReason(value: unknown, where: string): string | null {
+  if (value === undefined || value === null) return null;
+  if (!isObject(value)) return `${where} is not an object`;
+  if (!isString(value.name) || value.name === '') return `${where}.name is not a name`;
+  if (!isString(value.revision)) return `${where}.revision is not a string`;
+  return null;
 }
 
 /** A traffic policy (optional, issue 13): a valid split, and each version routable. */
@@ -192,7 +216,7 @@ export function checkRoutingSnapshot(value: unknown): SnapshotCheck {
     }
   }
   // The checks above cover every field the gateway reads.
-  const endpoints = (value.endpoints as Fields[]).map(withBound);
+  const endpoints = (value.endpoints as Fields[]).map(withBound).map(withoutNulls);
   const snapshot = { ...value, endpoints, teamLimits };
   return { ok: true, snapshot: snapshot as unknown as RoutingSnapshot };
 }
@@ -211,4 +235,13 @@ function withBound(endpoint: Fields): Fields {
     maxConcurrency: derivedMaxConcurrency(replicas, one),
     maxConcurrencySource: 'derived',
   };
+}
+
+/** `activation: null` and `pool: null` mean absent (the gateway reads absence only). */
+function withoutNulls(endpoint: Fields): Fields {
+  if (endpoint.activation !== null && endpoint.pool !== null) return endpoint;
+  const copy = { ...endpoint };
+  if (copy.activation === null) delete copy.activation;
+  if (copy.pool === null) delete copy.pool;
+  return copy;
 }

@@ -1,18 +1,22 @@
 // Starts the gateway: Kiln's data-plane process. Wires the route table (from routing
 // snapshots: persisted at start, then long-polled from the control plane), the replica
 // pools, the metrics, the LLM router, traffic management (counting, the report to the
-// control plane, shadow copies) and the node:http server with the v2 and OpenAI routes.
+// control plane, shadow copies), autoscaling's demand reports and the activator (issue 14)
+// and the node:http server with the v2 and OpenAI routes.
 
 import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { Activator } from './activator.ts';
 import { Admission } from './admission.ts';
 import { createGatewayLog, type GatewayLog } from './gateway-log.ts';
 import { GatewayRequest, GatewayResponse } from './http-types.ts';
 import { GatewayMetrics } from './metrics.ts';
 import { ReplicaSet } from './replica-set.ts';
-import { buildRouteTable } from './route-table.ts';
+import { LoadCounter } from './load-counter.ts';
+import { LoadReporter } from './load-reporter.ts';
+import { buildRouteTable, endpointReadiness } from './route-table.ts';
 import type { RoutingSnapshot } from './routing-snapshot.ts';
 import { persistSnapshot, readPersistedSnapshot } from './snapshot-file.ts';
 import { SnapshotWatcher } from './snapshot-watcher.ts';
@@ -29,6 +33,7 @@ import { PrefixAffinity } from './prefix-affinity.ts';
 import { ShadowSender } from './shadow-sender.ts';
 import { TrafficCounter } from './traffic-counter.ts';
 import { TrafficReporter } from './traffic-reporter.ts';
+import { WakeCaller } from './wake-caller.ts';
 import type { RandomSource } from '../traffic/traffic-split.ts';
 
 export interface GatewayOptions {
@@ -92,6 +97,16 @@ export interface GatewayOptions {
   readonly reportTraffic?: boolean;
   /** Between two traffic reports, ms. Default 1 000. */
   readonly trafficReportIntervalMs?: number;
+  /**
+   * Post load reports (demand per endpoint, for the autoscaler) to `controlUrl`. Default:
+   * when snapshots come from the control plane.
+   */
+  readonly reportLoad?: boolean;
+  /** Between two load reports, ms. Default 1 000. */
+  readonly loadReportIntervalMs?: number;
+  /** Backoff between failed wake calls of the activator: first and largest, ms. 250 / 5 000. */
+  readonly wakeMinBackoffMs?: number;
+  readonly wakeMaxBackoffMs?: number;
   /** Shadow copies: queue capacity (default 256), in flight at once (default 8), timeout ms (default 5 000). */
   readonly shadowQueueCapacity?: number;
   readonly shadowConcurrency?: number;
@@ -137,6 +152,31 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     onBadPath: (endpoint: string, problem: string) =>
       log.warn({ endpoint, problem }, 'traffic key path not compiled; it is ignored'),
   };
+  const { controlUrl, controlToken } = options;
+  const controlUrlNow = typeof controlUrl === 'string' ? () => controlUrl : controlUrl;
+  const controlTokenNow =
+    typeof controlToken === 'function' ? controlToken : () => controlToken ?? '';
+  // Scale-to-zero: requests of an endpoint waking from zero wait in the activator, which
+  // asks the control plane to wake it.
+  const wakeCaller = new WakeCaller({
+    controlUrl: controlUrlNow,
+    token: controlTokenNow,
+    timeoutMs: 5_000,
+  });
+  const activator = new Activator({
+    wake: (endpoint) => wakeCaller.wake(endpoint),
+    metrics,
+    log,
+    now: () => performance.now(),
+    ...(options.wakeMinBackoffMs === undefined
+      ? {}
+      : { wakeMinBackoffMs: options.wakeMinBackoffMs }),
+    ...(options.wakeMaxBackoffMs === undefined
+      ? {}
+      : { wakeMaxBackoffMs: options.wakeMaxBackoffMs }),
+  });
+  metrics.watchActivator(() => activator.allHeld());
+  const loadCounter = new LoadCounter((endpoint) => activator.held(endpoint));
   const state: GatewayState = {
     table: null,
     metrics,
@@ -145,6 +185,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     clientStallMs: clientTimeoutMs,
     ejectMs: options.ejectMs ?? 5_000,
     shadows,
+    activator,
   };
   const persister = new SnapshotPersister(options.stateDir, log);
   const badSchema = (endpoint: string, reason: string): void =>
@@ -163,7 +204,11 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       admission,
       badSchema,
       trafficContext,
+      loadCounter,
     );
+    // Held requests of endpoints that now have a ready replica go on, from the new table.
+    const table = state.table;
+    activator.sync((endpoint) => endpointReadiness(table, endpoint));
     metrics.setSnapshotVersion(snapshot.version);
     log.info(
       { version: snapshot.version, endpoints: snapshot.endpoints.length },
@@ -224,10 +269,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   let reporter: TrafficReporter | null = null;
   const snapshotsFromControl = (options.snapshotSource ?? 'control-plane') === 'control-plane';
   if (options.reportTraffic ?? snapshotsFromControl) {
-    const { controlUrl, controlToken } = options;
     reporter = new TrafficReporter({
-      controlUrl: typeof controlUrl === 'string' ? () => controlUrl : controlUrl,
-      token: typeof controlToken === 'function' ? controlToken : () => controlToken ?? '',
+      controlUrl: controlUrlNow,
+      token: controlTokenNow,
       intervalMs: options.trafficReportIntervalMs ?? 1_000,
       timeoutMs: 5_000,
       counter: trafficCounter,
@@ -236,6 +280,20 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       log,
     });
     reporter.start();
+  }
+  let loadReporter: LoadReporter | null = null;
+  if (options.reportLoad ?? snapshotsFromControl) {
+    loadReporter = new LoadReporter({
+      controlUrl: controlUrlNow,
+      token: controlTokenNow,
+      intervalMs: options.loadReportIntervalMs ?? 1_000,
+      timeoutMs: 5_000,
+      counter: loadCounter,
+      gateway: `${hostname()}:${process.pid}`,
+      metrics,
+      log,
+    });
+    loadReporter.start();
   }
   log.info({ url }, 'gateway listening');
 
@@ -249,9 +307,13 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       (closing ??= (async () => {
         await watcher?.stop();
         llmRouter.close();
+        // Held requests would otherwise wait out their timeout: they fail now (retryable).
+        activator.close();
         await closeServer(server);
         await shadows.close();
         await reporter?.stop();
+        await loadReporter?.stop();
+        await wakeCaller.close();
         await replicas.close();
         await persister.flush();
       })()),

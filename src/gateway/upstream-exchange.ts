@@ -11,14 +11,21 @@
 //        once more elsewhere (once), else 504 on a timeout or 503; after it, cut the client.
 //   onClientClose (499) / onRequestClose (gone mid-body) ─▶ finish ─▶ abortUpstream
 //
-// Every ending goes through `finish` exactly once: it frees the concurrency slot and records
-// the request's metrics. The subclasses keep what differs: how the body is checked, how a
+// An endpoint at zero replicas whose route has `activation`: `send` finds no replica and
+// hands the request to the activator (activator.ts) instead of failing it; the request gives
+// its concurrency slot back while held (the activator's queue bounds held requests) and
+// takes one again when released, then `send`s afresh from the latest route table.
+//
+// Every ending goes through `finish` exactly once: it frees the concurrency slot, records
+// the request's metrics and its demand (load-counter.ts), lets the activator go of it if it
+// is held, and measures the cold start that released it. The subclasses keep what differs: how the body is checked, how a
 // replica is chosen, what the answer looks like and the shape of their errors.
 
 import { performance } from 'node:perf_hooks';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { ErrorCode, ErrorParams } from '../core/errors.ts';
+import type { Activator, ColdStart, HeldRequest } from './activator.ts';
 import type { ConcurrencyGate } from './admission.ts';
 import type { GatewayLog } from './gateway-log.ts';
 import {
@@ -31,9 +38,10 @@ import {
   type GatewayRequest,
   type GatewayResponse,
 } from './http-types.ts';
+import type { EndpointLoadCounter } from './load-counter.ts';
 import type { EndpointSeries } from './metrics.ts';
 import type { ReplicaState } from './replica-set.ts';
-import type { EndpointEntry } from './route-table.ts';
+import { hasReadyReplica, type EndpointEntry } from './route-table.ts';
 import { classifyUpstreamError } from './upstream-errors.ts';
 import type { HeaderList } from './v2-reply.ts';
 
@@ -43,6 +51,10 @@ export interface UpstreamSettings {
   /** How long a client may leave a streamed answer unread before it is cut (slot freed). */
   readonly clientStallMs: number;
   readonly log: GatewayLog;
+  /** The routing table now (the activator's check reads the endpoint's latest entry). */
+  readonly table: { readonly endpoints: ReadonlyMap<string, EndpointEntry> } | null;
+  /** Holds requests of endpoints waking from zero; null: none (503 as without activation). */
+  readonly activator: Activator | null;
 }
 
 // Worker response headers the gateway does not pass on: hop-by-hop ones (RFC 9110 §7.6.1)
@@ -65,7 +77,7 @@ export const skippedResponseHeaders: ReadonlySet<string> = new Set([
 ]);
 
 export abstract class UpstreamExchange<Settings extends UpstreamSettings>
-  implements ExchangeEvents, Dispatcher.DispatchHandler
+  implements ExchangeEvents, Dispatcher.DispatchHandler, HeldRequest
 {
   protected chunks: Buffer[] = [];
   protected receivedBytes = 0;
@@ -83,6 +95,14 @@ export abstract class UpstreamExchange<Settings extends UpstreamSettings>
   protected countedInflight = false;
   /** Cuts a streamed answer the client stopped reading (armed while paused on it). */
   private stallTimer: NodeJS.Timeout | null = null;
+  /** The demand counter this request's arrival was counted in (its answer is, at finish). */
+  protected load: EndpointLoadCounter | null = null;
+  /** Held by the activator now. */
+  private held = false;
+  /** Gave its concurrency slot back to be held: takes one again when released. */
+  private slotOnRelease = false;
+  /** The cold start that released this request (its answer may be the one that ends it). */
+  private coldStart: ColdStart | null = null;
 
   constructor(
     protected readonly settings: Settings,
@@ -156,6 +176,61 @@ export abstract class UpstreamExchange<Settings extends UpstreamSettings>
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
     if (this.done) controller.abort(new Error('the client went away'));
+  }
+
+  /** Its arrival was counted in `load` (the door counts it): the answer is counted at finish. */
+  countsIn(load: EndpointLoadCounter | null): void {
+    this.load = load;
+  }
+
+  /**
+   * No replica to send to: if the endpoint (its latest entry) scales from zero and has no
+   * ready replica, the activator holds the request (true; or refuses it, full, and it is
+   * answered: true too). false: not such an endpoint, the caller answers as usual.
+   */
+  protected holdForActivation(endpoint: string): boolean {
+    const activator = this.settings.activator;
+    const entry = this.settings.table?.endpoints.get(endpoint);
+    if (activator === null || entry === undefined) return false;
+    const activation = entry.route.activation;
+    if (activation === undefined || hasReadyReplica(entry)) return false;
+    const outcome = activator.hold(endpoint, activation, this);
+    if (!outcome.ok) {
+      this.fail('KILN_ACTIVATOR_FULL', { endpoint, held: outcome.held });
+      return true;
+    }
+    this.held = true;
+    if (this.holdsSlot) {
+      this.holdsSlot = false;
+      this.gate!.leave();
+      this.slotOnRelease = true;
+    }
+    return true;
+  }
+
+  /** The activator releases the request: the endpoint has a ready replica now. */
+  release(coldStart: ColdStart): void {
+    this.held = false;
+    this.coldStart = coldStart;
+    if (this.done) return;
+    if (this.slotOnRelease) {
+      // Admitted before it was held: it takes its slot back even above the bound.
+      this.slotOnRelease = false;
+      this.gate!.enter();
+      this.holdsSlot = true;
+    }
+    this.resumeAfterHold();
+  }
+
+  /** The activator fails the request (timed out, endpoint gone). */
+  expire(code: ErrorCode, params: ErrorParams): void {
+    this.held = false;
+    if (!this.done) this.fail(code, params);
+  }
+
+  /** Goes on after being held: picks a replica from the latest table. */
+  protected resumeAfterHold(): void {
+    this.send(null, null);
   }
 
   /** No replica to send to: none is ready, or `failure` put the last one out. */
@@ -307,11 +382,18 @@ export abstract class UpstreamExchange<Settings extends UpstreamSettings>
       this.holdsSlot = false;
       this.gate!.leave();
     }
+    if (this.held) {
+      this.held = false;
+      this.settings.activator?.leave(this);
+    }
+    const elapsedMs = performance.now() - this.startMs;
     const series = this.series;
     if (series !== null) {
       if (this.countedInflight) series.inflight.dec();
-      series.record(status, (performance.now() - this.startMs) / 1000);
+      series.record(status, elapsedMs / 1000);
     }
+    this.load?.complete(status, elapsedMs);
+    this.coldStart?.answered(status);
   }
 }
 

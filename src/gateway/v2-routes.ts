@@ -276,6 +276,9 @@ export class V2Routes {
     startMs: number,
     form: 'v1' | 'v2' = 'v2',
   ): void {
+    // Demand for the autoscaler counts every arrival, refused at the door or not.
+    const load = entry.load;
+    load?.arrive();
     // Refusals at the door, before reading a byte of the body. Side-effect-free checks come
     // first, so a request refused for its size or a busy endpoint spends no team token.
     // Refuse an oversized body at once; streamed bodies (no Content-Length) are counted as
@@ -286,7 +289,9 @@ export class V2Routes {
       headers.push('connection', 'close');
       const params = { size: declared, limit: entry.maxBodyBytes };
       const status = sendV2Error(res, 'KILN_PAYLOAD_TOO_LARGE', params, headers);
-      entry.series.record(status, (performance.now() - startMs) / 1000);
+      const elapsedMs = performance.now() - startMs;
+      entry.series.record(status, elapsedMs / 1000);
+      load?.complete(status, elapsedMs);
       return;
     }
     const gate = entry.gate;
@@ -314,6 +319,7 @@ export class V2Routes {
       traceparent,
       startMs,
     );
+    exchange.countsIn(load);
     if (form === 'v1') exchange.speakV1();
     exchange.readBody(gate, bucket);
   }
@@ -367,7 +373,9 @@ function refuse(
   const headers = entryHeaders(entry, requestId, traceparent);
   headers.push('retry-after', retryAfterSeconds);
   const status = sendV2Error(res, code, params, headers);
-  entry.series.record(status, (performance.now() - startMs) / 1000);
+  const elapsedMs = performance.now() - startMs;
+  entry.series.record(status, elapsedMs / 1000);
+  entry.load?.complete(status, elapsedMs);
 }
 
 function entryHeaders(entry: EndpointEntry, requestId: string, traceparent: string): HeaderList {

@@ -11,6 +11,7 @@ import {
   type AutoscalePolicy,
 } from '../../src/autoscale/autoscale-policy.ts';
 import { Autoscaler } from '../../src/autoscale/autoscaler.ts';
+import { createDemandForecaster } from '../../src/autoscale/demand-forecaster.ts';
 import {
   DemandProfile,
   forecastFor,
@@ -180,4 +181,21 @@ test('concurrency profiles, history bounds, and when there is no forecast', () =
     nowMs: learnedAt,
   });
   assert.equal(forecastFor(p, empty, learnedAt, 1000), undefined);
+});
+
+test('the controller-facing forecaster forecasts from the rows it is given, relearning on a fresh read', () => {
+  const learnedAt = monday + 7 * dayMs;
+  const history = rows(monday, learnedAt, dailyPeak);
+  const forecaster = createDemandForecaster();
+  const p = policy({ minReplicas: 1, maxReplicas: 9, signal: 'qps', target: 10, predictive: true });
+  const before = learnedAt + 8 * hourMs + 59 * minuteMs;
+  assert.deepEqual(forecaster(p, history, before, 120_000), { signalAhead: 50 });
+  // The same array later in the day (the profile learned first is reused; its estimates are
+  // of past days, so they still hold).
+  assert.deepEqual(forecaster(p, history, before + 2 * hourMs, 120_000), { signalAhead: 5 });
+  // A fresh read where the peak moved to 80 qps: learned again.
+  const busier = rows(monday, learnedAt, (at) => dailyPeak(at) * (dailyPeak(at) > 5 ? 1.6 : 1));
+  assert.deepEqual(forecaster(p, busier, before, 120_000), { signalAhead: 80 });
+  const cpu = policy({ minReplicas: 1, maxReplicas: 9, signal: 'cpu' });
+  assert.equal(forecaster(cpu, history, before, 120_000), undefined);
 });

@@ -358,3 +358,45 @@ test('worker load: endpoints on worker signals are watched, and their load reach
   assert.equal(status.signals?.queueDepth, 12);
   assert.deepEqual(status.signals?.custom, { x: 1 });
 });
+
+test('predictive: replicas are added before a learned daily peak, by the start-up time', async () => {
+  const { store, clock, controller, second } = await setup({
+    minReplicas: 1,
+    maxReplicas: 10,
+    signal: 'qps',
+    target: 10,
+    stableWindowMs: 10_000,
+    panicWindowMs: 2_000,
+    scaleDownDelayMs: 0,
+    predictive: { startupMs: 120_000, historyDays: 7, bucketMs: 600_000 },
+  });
+  // A week of history: 50 requests/s from 12:00 to 12:30 each day, 1/s otherwise.
+  const dayMs = 86_400_000;
+  const start = Date.parse('2026-01-01T00:00:00Z');
+  const rows = [];
+  for (let day = 0; day < 7; day++) {
+    for (let minute = 11 * 60; minute < 13 * 60; minute++) {
+      const qps = minute >= 12 * 60 && minute < 12 * 60 + 30 ? 50 : 1;
+      rows.push({
+        endpoint: 'iris',
+        minuteStart: new Date(start + day * dayMs + minute * 60_000).toISOString(),
+        arrivals: qps * 60,
+        concurrencySeconds: qps * 6,
+        seconds: 60,
+        latencyMs: new HistogramSketch().snapshot(),
+      });
+    }
+  }
+  await store.mergeDemand(rows);
+  // Day 8, 11:40: the peak is 20 min away, more than the start-up time: reactive only.
+  clock.ms = start + 7 * dayMs + (11 * 60 + 40) * 60_000;
+  for (let i = 0; i < 6; i++) assert.equal(await second({ arrivals: 1 }), 1);
+  // 11:58:30: the peak starts within the start-up time (2 min): 50/s ÷ 10 → 5 replicas, now.
+  clock.ms = start + 7 * dayMs + (11 * 60 + 58) * 60_000 + 30_000;
+  let count: number | null = null;
+  for (let i = 0; i < 3; i++) count = await second({ arrivals: 1 });
+  assert.equal(count, 5);
+  const up = (await store.listScaleEvents({ endpoint: 'iris', limit: 1 }))[0];
+  assert.deepEqual([up?.kind, up?.mode, up?.to], ['scale-up', 'predictive', 5]);
+  assert.equal((await controller.status('iris')).lastDecision?.predictive, 5);
+});

@@ -24,6 +24,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { integerOption, parseVersionRef, type VersionRef } from '../arguments.ts';
 import {
   graphOptimizationLevels,
+  type AutoscaleSettings,
   type BatchingSettings,
   type DeployBody,
   type Endpoint,
@@ -50,6 +51,7 @@ import {
   type RolloutFlags,
 } from './rollout.ts';
 import { rolloutText } from './rollout-render.ts';
+import { positiveNumberOption } from './autoscale.ts';
 
 export interface DeployOptions extends LlmFlags, RolloutFlags {
   readonly endpoint: string;
@@ -70,6 +72,11 @@ export interface DeployOptions extends LlmFlags, RolloutFlags {
   readonly batching?: boolean;
   readonly timeoutMs?: number;
   readonly maxConcurrency?: number;
+  /** Autoscaling (config.autoscale): merged into the endpoint's current policy. */
+  readonly minReplicas?: number;
+  readonly maxReplicas?: number;
+  readonly scaleSignal?: string;
+  readonly scaleTarget?: number;
   /** ms the replaced version keeps running for an instant rollback (--warm-grace). */
   readonly warmGrace?: number;
   readonly wait?: boolean;
@@ -129,6 +136,17 @@ export function registerDeployCommand(program: Command): void {
       '--max-concurrency <n>',
       'requests in flight per gateway; beyond it, 429',
       integerOption(1),
+    )
+    .option('--min-replicas <n>', 'autoscale: fewest replicas (0: scale to zero)', integerOption(0))
+    .option('--max-replicas <n>', 'autoscale: most replicas', integerOption(1))
+    .option(
+      '--scale-signal <signal>',
+      'autoscale on: concurrency, qps, queue-depth, cpu, accelerator, custom',
+    )
+    .option(
+      '--scale-target <x>',
+      'autoscale: target of the signal per replica',
+      positiveNumberOption,
     );
   deploy.addOption(
     new Option(
@@ -303,12 +321,13 @@ export function keepCurrent(
     }
     config.batching = merged;
   }
-  return {
-    ...given,
-    replicas: given.replicas ?? current.replicas,
-    team: given.team ?? current.team,
-    config,
-  };
+  if (given.config.autoscale !== undefined)
+    config.autoscale = mergeAutoscale(current.config.autoscale, given.config.autoscale);
+  const merged: DeployBody = { ...given, team: given.team ?? current.team, config };
+  // Autoscaled: the platform keeps the count running (within the policy) unless asked.
+  if (given.replicas !== undefined || config.autoscale === undefined)
+    merged.replicas = given.replicas ?? current.replicas;
+  return merged;
 }
 
 /**
@@ -356,7 +375,31 @@ export function deployBody(
   if (options.timeoutMs !== undefined) config.timeoutMs = options.timeoutMs;
   if (options.maxConcurrency !== undefined) config.maxConcurrency = options.maxConcurrency;
   if (Object.keys(llm).length > 0) config.llm = llm;
+  const autoscale: AutoscaleSettings = {};
+  if (options.minReplicas !== undefined) autoscale.minReplicas = options.minReplicas;
+  if (options.maxReplicas !== undefined) autoscale.maxReplicas = options.maxReplicas;
+  if (options.scaleSignal !== undefined) autoscale.signal = options.scaleSignal;
+  if (options.scaleTarget !== undefined) autoscale.target = options.scaleTarget;
+  if (Object.keys(autoscale).length > 0) config.autoscale = autoscale;
   return body;
+}
+
+/**
+ * The endpoint's policy with the flags given over it. Fields that would contradict the new
+ * ones go: scale-to-zero settings when the minimum is no longer 0, the target (and custom
+ * metric) of a signal no longer scaled on — the platform's defaults fill them again.
+ */
+export function mergeAutoscale(
+  current: AutoscaleSettings | undefined,
+  given: AutoscaleSettings,
+): AutoscaleSettings {
+  const merged: AutoscaleSettings = { ...(current ?? {}), ...given };
+  if ((merged.minReplicas ?? 0) > 0) delete merged.scaleToZero;
+  if (current !== undefined && given.signal !== undefined && given.signal !== current.signal) {
+    if (given.target === undefined) delete merged.target;
+    delete merged.customMetric;
+  }
+  return merged;
 }
 
 /** `8,16` → [8, 16]: whole numbers of at least 1. */

@@ -26,6 +26,7 @@ import {
   type ScalingPolicyRunner,
 } from '../../autoscale/autoscaler.ts';
 import type { ScaleSample } from '../../autoscale/scale-signals.ts';
+import { createDemandForecaster } from '../../autoscale/demand-forecaster.ts';
 import type { LoadReport } from '../../protocol/scaling/load-report.ts';
 import type { EndpointRecord } from '../../store/serving-records.ts';
 import type {
@@ -67,7 +68,7 @@ export interface AutoscaleControllerOptions {
     policy: AutoscalePolicy,
     lastDemandAtMs: number | undefined,
   ) => ScalingPolicyRunner;
-  /** Default: none (predictive policies then scale reactively only). */
+  /** Default: the demand profile learned from the stored history (demand-forecaster.ts). */
   readonly forecaster?: Forecaster;
   readonly metrics?: AutoscaleMetrics;
   /** Default 1000. */
@@ -197,6 +198,7 @@ export class AutoscaleController {
   ) => ScalingPolicyRunner;
   /** Its start: no scale to zero before the gateways have reported once (restartGraceMs). */
   private readonly startedAtMs: number;
+  private readonly forecaster: Forecaster;
   private lastFlushMs: number;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
@@ -212,6 +214,7 @@ export class AutoscaleController {
       ((policy, lastDemandAtMs) =>
         new Autoscaler(policy, lastDemandAtMs === undefined ? {} : { lastDemandAtMs }));
     this.startedAtMs = options.clock.now();
+    this.forecaster = options.forecaster ?? createDemandForecaster();
     this.lastFlushMs = options.clock.now();
   }
 
@@ -489,7 +492,10 @@ export class AutoscaleController {
     // A new policy: a new runner (its windows were about the old target); the idle period
     // carries on from the last demand seen, by the old runner or as stored.
     const stored = scale?.lastDemandAt == null ? undefined : Date.parse(scale.lastDemandAt);
-    const lastDemandAtMs = (known === undefined ? undefined : lastDemandOf(known.runner)) ?? stored;
+    // At zero with no demand ever stored (deployed at 0): idle since forever, not since now.
+    const never = scale?.replicas === 0 ? 0 : undefined;
+    const lastDemandAtMs =
+      (known === undefined ? undefined : lastDemandOf(known.runner)) ?? stored ?? never;
     const state: EndpointState = {
       policyKey,
       runner: this.makeRunner(policy, lastDemandAtMs),
@@ -524,9 +530,8 @@ export class AutoscaleController {
     policy: AutoscalePolicy,
     nowMs: number,
   ): Promise<DemandForecast | undefined> {
-    const forecaster = this.options.forecaster;
     const predictive = policy.predictive;
-    if (forecaster === undefined || predictive === undefined) return undefined;
+    if (predictive === undefined) return undefined;
     let cache = this.forecasts.get(endpoint.name);
     if (
       cache === undefined ||
@@ -539,7 +544,7 @@ export class AutoscaleController {
       };
       this.forecasts.set(endpoint.name, cache);
     }
-    return forecaster(policy, cache.rows, nowMs, this.startupMs(endpoint.name, policy));
+    return this.forecaster(policy, cache.rows, nowMs, this.startupMs(endpoint.name, policy));
   }
 
   /** Adds the demand gathered since the last flush to the store; drops what is too old. */
