@@ -74,6 +74,8 @@ export interface RunningPlatform {
   readonly autoscale: AutoscaleController;
   /** Names of the demo models registered at this start (empty unless `demo`). */
   readonly demoModels: readonly string[];
+  /** The standby workers waiting for a replica start (pid, warm yet): benchmarks, tests. */
+  standbyWorkers(): readonly { readonly pid: number | null; readonly warm: boolean }[];
   close(): Promise<void>;
 }
 
@@ -223,6 +225,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       rollouts,
       autoscale,
       demoModels,
+      standbyWorkers: () => backend.standbyWorkers(),
       close: closeAll,
     };
   } catch (error) {
