@@ -82,6 +82,8 @@ export interface RunningPlatform {
   readonly autoscale: AutoscaleController;
   /** Names of the demo models registered at this start (empty unless `demo`). */
   readonly demoModels: readonly string[];
+  /** The standby workers waiting for a replica start (pid, warm yet): benchmarks, tests. */
+  standbyWorkers(): readonly { readonly pid: number | null; readonly warm: boolean }[];
   close(): Promise<void>;
 }
 
@@ -105,7 +107,12 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   }
   const artifacts = new ArtifactStore(join(home, 'artifacts'), clock);
   const detached = options.detached === true;
-  const backend = new LocalBackend({ runDir: join(home, 'run'), detached });
+  // `kiln up` starts a standby worker at once: the first replica start skips the boot too.
+  const backend = new LocalBackend({
+    runDir: join(home, 'run'),
+    detached,
+    prestartStandby: detached,
+  });
   // Where a detached gateway finds this control plane (rewritten by every start).
   const controlUrlFile = join(home, 'run', 'platform.url');
   try {
@@ -238,6 +245,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       rollouts,
       autoscale,
       demoModels,
+      standbyWorkers: () => backend.standbyWorkers(),
       close: closeAll,
     };
   } catch (error) {

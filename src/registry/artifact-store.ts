@@ -10,7 +10,7 @@
 
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, existsSync, rmSync } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -46,6 +46,9 @@ export interface GcResult {
 }
 
 /** Hashes and counts bytes as they pass; fails the stream once past the byte limit. */
+/** Blobs up to this size are copied in one read and one write (copySmall). */
+const smallCopyBytes = 16 << 20;
+
 class HashingCounter extends Transform {
   readonly hash = createHash('sha256');
   bytes = 0;
@@ -236,6 +239,7 @@ export class ArtifactStore {
       for (const file of files) {
         const target = safeJoin(staging, file.path);
         await mkdir(dirname(target), { recursive: true });
+        if (await this.copySmall(file, target)) continue;
         const hash = new HashingCounter(Number.MAX_SAFE_INTEGER);
         try {
           await pipeline(
@@ -263,6 +267,35 @@ export class ArtifactStore {
       await rm(staging, { recursive: true, force: true });
       throw error;
     }
+  }
+
+  /**
+   * materialize()'s copy of one blob of at most smallCopyBytes: read whole, hashed, checked,
+   * then written — one read and one write instead of a stream's dozen turns, which a replica
+   * start waits on (a tree model's 760 KB: ~2 ms against 10–200 ms on a busy machine). False
+   * for a larger blob (the stream copies it); throws as the stream path does.
+   */
+  private async copySmall(file: ManifestFile, target: string): Promise<boolean> {
+    let bytes: Buffer;
+    try {
+      const handle = await open(this.blobPath(file.sha256), 'r');
+      try {
+        if ((await handle.stat()).size > smallCopyBytes) return false;
+        bytes = await handle.readFile();
+      } finally {
+        await handle.close();
+      }
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw await this.missing(file);
+      throw error;
+    }
+    const actual = createHash('sha256').update(bytes).digest('hex');
+    if (actual !== file.sha256) {
+      await this.quarantine(file.sha256);
+      throw kilnError('KILN_ARTIFACT_CORRUPT', { path: file.path, expected: file.sha256, actual });
+    }
+    await writeFile(target, bytes, { flag: 'wx' });
+    return true;
   }
 
   /**

@@ -1,4 +1,5 @@
-// Entry point of a worker process: `node --import tsx src/worker/main.ts --spec FILE`.
+// Entry point of a worker process: `node --import tsx src/worker/main.ts --spec FILE`, or
+// `… --standby` for a standby worker that reads which spec to serve from stdin (standby.ts).
 // Speaks to its supervisor through JSON lines on stdout (see WorkerEvent) and exits 3 when
 // the model cannot be loaded, 0 after a drain on SIGTERM/SIGINT. It also records itself in
 // its folder (worker.json: pid, start mark, once listening its URL and socket, once ready
@@ -14,13 +15,12 @@ import { readWorkerSpec, workerRecordFile, type WorkerEvent } from './worker-spe
 import { startWorker } from './start-worker.ts';
 import { startPoolWorker } from './pool/start-pool-worker.ts';
 
-const specIndex = process.argv.indexOf('--spec');
-const specPath = specIndex >= 0 ? process.argv[specIndex + 1] : undefined;
-if (specPath === undefined) {
-  process.stderr.write('usage: worker --spec FILE\n');
-  process.exit(2);
-}
+// The supervisor gone (even by kill -9, when the worker outlives it), writes to our pipes
+// fail with EPIPE: never a crash of a worker that is serving, draining or cleaning up.
+process.stdout.on('error', () => undefined);
+process.stderr.on('error', () => undefined);
 
+const { specPath, supervised } = await whatToServe();
 const spec = await readWorkerSpec(specPath);
 const me = identifyProcess(process.pid);
 // What the record says besides the identity: the address once listening, and once ready the
@@ -56,11 +56,6 @@ const emit = (event: WorkerEvent): void => {
   process.stdout.write(`${JSON.stringify(event)}\n`);
 };
 
-// The supervisor gone (even by kill -9, when the worker outlives it), writes to our pipes
-// fail with EPIPE: never a crash of a worker that is serving, draining or cleaning up.
-process.stdout.on('error', () => undefined);
-process.stderr.on('error', () => undefined);
-
 let worker: Awaited<ReturnType<typeof startWorker>> | null = null;
 let loaded = false;
 let stopping = false;
@@ -95,8 +90,8 @@ process.on('SIGINT', stop);
 // The supervisor going away (its end of our stdin pipe closes) means this worker is
 // orphaned. Only when stdin is a pipe: under a service manager or a container it is
 // /dev/null, which would read as "gone" at once; and a platform whose workers outlive it
-// (`kiln up`: a restarted platform adopts them) gives none.
-if (stdinIsPipe()) {
+// (`kiln up`: a restarted platform adopts them) gives none — or, to a standby, says so.
+if (supervised) {
   process.stdin.on('end', stop);
   process.stdin.resume();
 }
@@ -113,6 +108,22 @@ if (worker.state.phase === 'failed') {
   // Let the event reach the supervisor, then leave: a failed worker never serves.
   await removeWorkDir();
   process.stdout.write('', () => process.exit(3));
+}
+
+/** The spec file from `--spec FILE`, or from the handoff a standby worker waits for. */
+async function whatToServe(): Promise<{ specPath: string; supervised: boolean }> {
+  if (process.argv.includes('--standby')) {
+    const { standBy } = await import('./standby.ts');
+    const handoff = await standBy((event) => process.stdout.write(`${JSON.stringify(event)}\n`));
+    return { specPath: handoff.spec, supervised: handoff.supervised };
+  }
+  const specIndex = process.argv.indexOf('--spec');
+  const path = specIndex >= 0 ? process.argv[specIndex + 1] : undefined;
+  if (path === undefined) {
+    process.stderr.write('usage: worker --spec FILE | --standby\n');
+    process.exit(2);
+  }
+  return { specPath: path, supervised: stdinIsPipe() };
 }
 
 function stdinIsPipe(): boolean {

@@ -72,7 +72,8 @@ export async function readWorkerSpec(path: string): Promise<WorkerSpec> {
 
 /**
  * Events a worker prints on stdout, one JSON object per line, for its supervisor:
- * listening (port known, not ready yet) → ready, or → failed (then it exits non-zero).
+ * listening (port known, not ready yet) → ready, or → failed (then it exits non-zero); a
+ * standby worker first prints standby, then the others once handed its spec.
  */
 export type WorkerEvent =
   | {
@@ -89,4 +90,6 @@ export type WorkerEvent =
       /** The model's feature names (ModelRuntime.featureNames), when it has them. */
       readonly featureNames?: readonly string[];
     }
-  | { readonly event: 'failed'; readonly code: string; readonly message: string };
+  | { readonly event: 'failed'; readonly code: string; readonly message: string }
+  /** A standby worker (standby.ts) is warm and waits for its handoff. */
+  | { readonly event: 'standby' };

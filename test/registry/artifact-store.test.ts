@@ -226,3 +226,18 @@ test('artifact paths: relative POSIX only', () => {
   assert.throws(() => safeJoin('/tmp/x', '../y'), code('KILN_INVALID_PATH'));
   assert.equal(safeJoin('/tmp/x', 'a/b'), '/tmp/x/a/b');
 });
+
+test('materialize copies a blob past the one-read size by streaming it, re-hashed the same way', async () => {
+  const store = await newStore();
+  const big = Buffer.alloc((16 << 20) + 1, 7);
+  await store.ingest(Readable.from([big]), null, { maxBytes: 32 << 20 });
+  const files = [{ path: 'big.bin', size: big.length, sha256: sha(big) }];
+  const out = join(await tempDir(), 'loaded');
+  await store.materialize(files, out);
+  assert.ok((await readFile(join(out, 'big.bin'))).equals(big));
+  big[0] = 8;
+  await writeFile(store.blobPath(files[0]!.sha256), big);
+  const out2 = join(await tempDir(), 'loaded');
+  await assert.rejects(store.materialize(files, out2), code('KILN_ARTIFACT_CORRUPT'));
+  await assert.rejects(readdir(out2), /ENOENT/);
+});

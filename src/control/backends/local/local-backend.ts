@@ -11,18 +11,27 @@
 // stderr in worker.log in their folder: a terminal's Ctrl-C reaches only the platform (which
 // then stops them), and a platform killed outright leaves them serving; at the next start
 // the backend finds them (surviving-replica.ts) for the reconciler to adopt or stop.
+//
+// A replica start takes a standby worker when one waits (standby-workers.ts): a process
+// already booted, handed the replica's spec file on its stdin, then the same as a worker
+// started for it. A detached standby's stderr goes to run/standby/<n>.log until the handoff,
+// when that file becomes worker.log in the replica's folder.
 
-import { fileURLToPath } from 'node:url';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { closeSync, fstatSync, mkdirSync, openSync, readSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import {
-  maxSocketPathBytes,
-  type WorkerEvent,
-  type WorkerSpec,
-} from '../../../worker/worker-spec.ts';
+  closeSync,
+  existsSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { maxSocketPathBytes, type WorkerSpec } from '../../../worker/worker-spec.ts';
+import type { StandbyHandoff } from '../../../worker/standby.ts';
 import type {
   Backend,
   ReplicaEvent,
@@ -32,8 +41,8 @@ import type {
 } from '../backend.ts';
 import { findSurvivors, type LocalSurvivor } from './surviving-replica.ts';
 import { placementEnv } from '../../placement/placement-env.ts';
-
-const workerEntry = fileURLToPath(new URL('../../../worker/main.ts', import.meta.url));
+import { StandbyWorkers } from './standby-workers.ts';
+import { WorkerProcess } from './worker-process.ts';
 
 /**
  * The replica's Unix socket: in its private folder, or none where that path is too long for a
@@ -60,23 +69,62 @@ export interface LocalBackendOptions {
    * false: they stop when this process's end of their stdin closes).
    */
   readonly detached?: boolean;
+  /**
+   * Standby workers kept ready for replica starts (default 1; 0: every start spawns). The
+   * first is started once a replica is ready (a platform that never starts one pays nothing),
+   * or at init with `prestartStandby`.
+   */
+  readonly standbyWorkers?: number;
+  /** Start the standby workers at init, before any replica (what `kiln up` asks for). */
+  readonly prestartStandby?: boolean;
 }
 
 export class LocalBackend implements Backend {
   readonly kind = 'local' as const;
-  private readonly children = new Set<ChildProcess>();
+  private readonly children = new Set<WorkerProcess>();
+  private readonly standby: StandbyWorkers;
+  /** Numbers standby log files. */
+  private standbyCount = 0;
   private found: readonly LocalSurvivor[] = [];
   /** Adopted workers not yet stopped: close() stops them like children. */
   private readonly adopted = new Set<ReplicaHandle>();
 
-  constructor(private readonly options: LocalBackendOptions) {}
+  constructor(private readonly options: LocalBackendOptions) {
+    this.standby = new StandbyWorkers({
+      size: options.standbyWorkers ?? 1,
+      spawn: () => {
+        if (this.detached) mkdirSync(this.standbyDir, { recursive: true });
+        return {
+          args: ['--standby'],
+          detached: this.detached,
+          logPath: join(this.standbyDir, `${++this.standbyCount}.${this.pid}.log`),
+          stdinPipe: true,
+          env: { ...process.env },
+        };
+      },
+    });
+  }
+
+  private get detached(): boolean {
+    return this.options.detached === true;
+  }
+
+  private get pid(): number {
+    return this.options.pid ?? process.pid;
+  }
+
+  /** Where detached standbys log until handed a replica. */
+  private get standbyDir(): string {
+    return join(this.options.runDir, 'standby');
+  }
+
+  /** The standby workers waiting (pid, and whether warm yet). */
+  standbyWorkers(): readonly { readonly pid: number | null; readonly warm: boolean }[] {
+    return this.standby.list();
+  }
 
   start(launch: ReplicaLaunch, onEvent: (event: ReplicaEvent) => void): ReplicaHandle {
-    const workDir = replicaFolder(
-      this.options.runDir,
-      launch.replicaId,
-      this.options.pid ?? process.pid,
-    );
+    const workDir = replicaFolder(this.options.runDir, launch.replicaId, this.pid);
     const spec: WorkerSpec = {
       ...launch,
       host: this.options.host ?? '127.0.0.1',
@@ -87,37 +135,30 @@ export class LocalBackend implements Backend {
     mkdirSync(workDir, { recursive: true });
     const specPath = join(workDir, 'spec.json');
     writeFileSync(specPath, JSON.stringify(spec));
-    const detached = this.options.detached === true;
+    const detached = this.detached;
     const logPath = join(workDir, 'worker.log');
-    const logFd = detached ? openSync(logPath, 'a') : null;
-    let child: ChildProcess;
-    try {
-      child = spawn(process.execPath, ['--import', 'tsx', workerEntry, '--spec', specPath], {
+    const child =
+      this.handOff(specPath, launch, logPath) ??
+      new WorkerProcess({
+        args: ['--spec', specPath],
         detached,
-        stdio: [detached ? 'ignore' : 'pipe', 'pipe', logFd ?? 'pipe'],
+        logPath,
+        stdinPipe: !detached,
         env: {
           ...process.env,
           KILN_REPLICA_ID: launch.replicaId,
           ...placementEnv(launch.placement),
         },
       });
-    } finally {
-      if (logFd !== null) closeSync(logFd);
-    }
     this.children.add(child);
-    let stderrTail = '';
-    child.stderr?.on('data', (chunk: Buffer) => {
-      stderrTail = (stderrTail + chunk.toString()).slice(-2000);
-    });
-    if (child.stdout === null) throw new Error('no stdout pipe to the worker');
-    const lines = createInterface({ input: child.stdout });
-    lines.on('line', (line) => {
-      let event: WorkerEvent;
-      try {
-        event = JSON.parse(line) as WorkerEvent;
-      } catch {
-        return; // not an event line
-      }
+    // Once this start has settled, the next one may find a standby waiting.
+    let settled = false;
+    const settle = (): void => {
+      if (settled) return;
+      settled = true;
+      this.standby.fill();
+    };
+    child.listen((event) => {
       switch (event.event) {
         case 'listening':
           onEvent({ kind: 'listening', url: event.url, socketPath: event.socketPath ?? null });
@@ -129,39 +170,78 @@ export class LocalBackend implements Backend {
             memoryBytes: event.memoryBytes,
             featureNames: Array.isArray(event.featureNames) ? event.featureNames : null,
           });
+          settle();
           break;
         case 'failed':
           onEvent({ kind: 'failed', reason: event.message, code: event.code });
+          settle();
+          break;
+        case 'standby':
           break;
       }
     });
-    const exited = new Promise<void>((resolve) => {
-      child.once('exit', (code, signal) => {
-        this.children.delete(child);
-        if (detached) stderrTail = fileTail(logPath, 2000);
-        if (code !== 0 && code !== 3 && signal !== 'SIGTERM' && stderrTail.trim() !== '') {
-          process.stderr.write(
-            `replica ${launch.replicaId} exited (${code ?? signal}): ${stderrTail.trim().split('\n').slice(-3).join(' | ')}\n`,
-          );
-        }
-        onEvent({ kind: 'exited', code, signal });
-        resolve();
-      });
+    void child.exited.then(({ code, signal }) => {
+      this.children.delete(child);
+      const stderrTail = detached ? fileTail(logPath, 2000) : child.stderr;
+      if (code !== 0 && code !== 3 && signal !== 'SIGTERM' && stderrTail.trim() !== '') {
+        process.stderr.write(
+          `replica ${launch.replicaId} exited (${code ?? signal}): ${stderrTail.trim().split('\n').slice(-3).join(' | ')}\n`,
+        );
+      }
+      onEvent({ kind: 'exited', code, signal });
+      settle();
     });
-    child.on('error', (error) =>
+    child.child.on('error', (error) =>
       onEvent({ kind: 'failed', reason: `could not start the worker: ${error.message}` }),
     );
     return {
       id: launch.replicaId,
-      pid: child.pid ?? null,
+      pid: child.pid,
       async stop(graceMs: number): Promise<void> {
-        if (child.exitCode !== null || child.signalCode !== null) return;
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-        await exited;
+        if (child.gone) return;
+        child.child.kill('SIGTERM');
+        const timer = setTimeout(() => child.child.kill('SIGKILL'), graceMs);
+        await child.exited;
         clearTimeout(timer);
       },
     };
+  }
+
+  /**
+   * Hands the replica's spec to a waiting standby, if there is one: its log (detached) moves
+   * into the replica's folder as worker.log, after what an earlier launch of this replica
+   * logged there.
+   */
+  private handOff(specPath: string, launch: ReplicaLaunch, logPath: string): WorkerProcess | null {
+    // A replica given accelerator devices starts fresh: a runtime may read CUDA_VISIBLE_DEVICES
+    // as it loads, and the standby has loaded its runtimes already.
+    if ((launch.placement?.devices.length ?? 0) > 0) return null;
+    const replicaId = launch.replicaId;
+    const standby = this.standby.take();
+    if (standby === null) return null;
+    if (this.detached) {
+      const standbyLog = standby.logPath;
+      try {
+        if (existsSync(logPath)) {
+          const earlier = readFileSync(logPath);
+          const own = readFileSync(standbyLog);
+          writeFileSync(standbyLog, Buffer.concat([earlier, own]));
+        }
+        renameSync(standbyLog, logPath);
+      } catch {
+        // The log stays where it is: the worker serves all the same.
+      }
+    }
+    const handoff: StandbyHandoff = {
+      spec: specPath,
+      replicaId,
+      supervised: !this.detached,
+      env: placementEnv(launch.placement),
+    };
+    standby.send(JSON.stringify(handoff));
+    // A worker that outlives this process must not hold a pipe to it.
+    if (this.detached) standby.child.stdin?.end();
+    return standby;
   }
 
   survivors(): readonly SurvivingReplica[] {
@@ -185,22 +265,18 @@ export class LocalBackend implements Backend {
   }
 
   async close(): Promise<void> {
+    await this.standby.close();
     await Promise.all([...this.adopted].map((handle) => handle.stop(10_000)));
     this.adopted.clear();
     const all = [...this.children];
-    for (const child of all) child.kill('SIGTERM');
+    for (const child of all) child.child.kill('SIGTERM');
     await Promise.all(
-      all.map(
-        (child) =>
-          new Promise<void>((resolve) => {
-            if (child.exitCode !== null || child.signalCode !== null) return resolve();
-            const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-            child.once('exit', () => {
-              clearTimeout(timer);
-              resolve();
-            });
-          }),
-      ),
+      all.map(async (child) => {
+        if (child.gone) return;
+        const timer = setTimeout(() => child.child.kill('SIGKILL'), 10_000);
+        await child.exited;
+        clearTimeout(timer);
+      }),
     );
   }
 
@@ -213,6 +289,10 @@ export class LocalBackend implements Backend {
     const replicas = join(this.options.runDir, 'replicas');
     await mkdir(replicas, { recursive: true });
     this.found = await findSurvivors(replicas);
+    // Standbys of an earlier platform ended with it (their stdin closed); their logs go.
+    await rm(this.standbyDir, { recursive: true, force: true });
+    await mkdir(this.standbyDir, { recursive: true });
+    if (this.options.prestartStandby === true) this.standby.fill();
     await writeFile(
       join(this.options.runDir, 'README'),
       'Kiln worker replicas: spec, record, log and verified model per replica.\n',
