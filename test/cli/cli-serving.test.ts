@@ -235,8 +235,9 @@ void test('endpoints list and show', async () => {
   assert.match(shown, /^ready:\s+yes$/m);
   // No --max-concurrency: the bound derived from its one unbatched replica.
   assert.match(shown, /^max concurrency:\s+64 \(derived from the ready replicas\)$/m);
-  assert.match(shown, /^Replicas\nID\s+VERSION\s+STATE\s+PID\s+RESTARTS\s+REASON$/m);
-  assert.match(shown, /^\S+\s+1\s+ready\s+\d+\s+0\s+-$/m);
+  // Placement puts every replica on a node: without an inventory, this machine (its hostname).
+  assert.match(shown, /^Replicas\nID\s+VERSION\s+STATE\s+NODE\s+PID\s+RESTARTS\s+REASON$/m);
+  assert.match(shown, /^\S+\s+1\s+ready\s+\S+\s+\d+\s+0\s+-$/m);
   const endpoint = await json<Endpoint>(['endpoints', 'show', 'churn']);
   assert.equal(endpoint.status.replicas.length, 1);
   assert.equal(endpoint.status.replicas[0]?.state, 'ready');
