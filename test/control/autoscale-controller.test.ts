@@ -307,6 +307,38 @@ test('a policy change rebuilds the runner and clamps the count; clear returns to
   assert.equal((await store.listScaleEvents({ endpoint: 'iris' })).length, before);
 });
 
+test('a policy is refused on an endpoint served by a pool, as at deploy', async () => {
+  // Fails without the check in setPolicy: the policy was stored and the controller then
+  // "scaled" an endpoint whose replicas are the pool's workers.
+  const dir = await tempDir();
+  const clock = new FakeClock();
+  const store = SqliteStore.open(join(dir, 'kiln.db'), { clock });
+  await store.createModel({ name: 'iris', team: 'default', description: '' });
+  await store.createVersion('iris', newVersion());
+  await store.putPool({ name: 'small', team: 'default', workers: 2, memoryBudgetBytes: 1 << 20 });
+  await store.putEndpoint({
+    name: 'iris',
+    team: 'default',
+    model: 'iris',
+    version: 1,
+    ref: '1',
+    replicas: 1,
+    config: { pool: 'small' },
+  });
+  const controller = new AutoscaleController({ store, clock, replicas: new FakeReplicas() });
+  await assert.rejects(
+    controller.setPolicy('iris', { minReplicas: 0, maxReplicas: 3, target: 1 }),
+    (error: unknown) => {
+      assert.ok(error instanceof KilnError);
+      assert.equal(error.code, 'KILN_AUTOSCALE_INVALID');
+      assert.match(error.message, /pool small/);
+      return true;
+    },
+  );
+  assert.equal((await store.getEndpoint('iris'))?.config.autoscale, undefined);
+  assert.equal(await store.getEndpointScale('iris'), null);
+});
+
 test('a count changed meanwhile wins over the tick; the next tick decides from it', async () => {
   const { store, clock, controller, replicas } = await setup({
     minReplicas: 1,

@@ -525,10 +525,17 @@ export class AutoscaleController {
     if (!check.ok)
       throw kilnError('KILN_AUTOSCALE_INVALID', { endpoint: name, reason: check.reason });
     const policy = check.policy;
-    const endpoint = await rewriteEndpointConfig(this.options.store, name, (config) => ({
-      ...config,
-      autoscale: policy,
-    }));
+    const endpoint = await rewriteEndpointConfig(this.options.store, name, (config) => {
+      // As at deploy (pool-deploy-check.ts): a pool's workers serve it, it has no replicas of
+      // its own to scale; the policy would only make the controller scale nothing.
+      if (config.pool !== undefined) {
+        throw kilnError('KILN_AUTOSCALE_INVALID', {
+          endpoint: name,
+          reason: `it is served by the workers of pool ${config.pool}: an endpoint on a pool has no autoscaling`,
+        });
+      }
+      return { ...config, autoscale: policy };
+    });
     const { store } = this.options;
     const current = await store.getEndpointScale(name);
     const base =
