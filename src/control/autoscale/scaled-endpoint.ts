@@ -21,9 +21,13 @@ export function scaledEndpoint(
 ): EndpointRecord {
   const policy = endpoint.config.autoscale;
   if (policy === undefined) return endpoint;
-  const replicas =
-    scale?.replicas ??
-    Math.min(policy.maxReplicas, Math.max(policy.minReplicas, endpoint.replicas));
+  // The stored count within the policy's bounds: a deploy or `autoscale set` writes the
+  // policy before the count, and a pass in between must not run a count the new policy
+  // forbids (0 under minReplicas 2 stops every replica, and the route has no activator).
+  const replicas = Math.min(
+    policy.maxReplicas,
+    Math.max(policy.minReplicas, scale?.replicas ?? endpoint.replicas),
+  );
   return replicas === endpoint.replicas ? endpoint : { ...endpoint, replicas };
 }
 
