@@ -24,7 +24,8 @@ import {
 } from './llm-deploy-check.ts';
 import { checkDeployPlacement } from './placement/deploy-placement-check.ts';
 import { resolveLlmServingConfig } from '../llm/serving/llm-serving-config.ts';
-import { resolveAutoscalePolicy, type AutoscalePolicy } from '../autoscale/autoscale-policy.ts';
+import type { AutoscalePolicy } from '../autoscale/autoscale-policy.ts';
+import { resolveEndpointPolicy } from './autoscale/scaled-endpoint.ts';
 import {
   completeEndpointConfig,
   workerRevision,
@@ -455,7 +456,7 @@ export function deployAutoscale(
 ): { readonly policy: AutoscalePolicy; readonly startReplicas: number } | null {
   const input = request.config?.autoscale;
   if (input === undefined) return null;
-  const check = resolveAutoscalePolicy(input);
+  const check = resolveEndpointPolicy(input);
   if (!check.ok)
     throw kilnError('KILN_AUTOSCALE_INVALID', { endpoint: name, reason: check.reason });
   const { policy } = check;

@@ -295,6 +295,10 @@ test('a policy change rebuilds the runner and clamps the count; clear returns to
       return true;
     },
   );
+  await assert.rejects(
+    controller.setPolicy('iris', { minReplicas: 1, maxReplicas: 65, target: 1 }),
+    /maxReplicas must be at most 64/,
+  );
 
   const cleared = await controller.clearPolicy('iris');
   assert.equal(cleared.autoscale, null);

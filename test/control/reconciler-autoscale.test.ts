@@ -147,6 +147,12 @@ test('deploy refuses a bad policy and a replica count outside min..max, naming t
     { model: 'a', replicas: 5, config: { autoscale: { minReplicas: 1, maxReplicas: 3 } } },
     /replicas 5 is outside minReplicas\.\.maxReplicas \(1\.\.3\)/,
   );
+  // A fixed deploy runs at most 64 replicas; a policy must not get around it (the plan would
+  // lay out a billion slots under a burst). Fails without resolveEndpointPolicy's bound.
+  await refused(
+    { model: 'a', config: { autoscale: { minReplicas: 1, maxReplicas: 1_000_000_000 } } },
+    /maxReplicas must be at most 64 \(an endpoint's replica limit\), got 1000000000/,
+  );
   assert.equal(await store.getEndpoint('e'), null, 'nothing stored');
   // Without replicas: max(1, min), within max.
   await endpoints.deploy('e', {
