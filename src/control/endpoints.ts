@@ -191,6 +191,8 @@ export class EndpointService {
     );
     if (autoscale !== null)
       await this.deployedScale(endpoint, before, autoscale.policy, request.replicas);
+    else if (before !== null && (before as EndpointRecord).config.autoscale !== undefined)
+      await this.droppedScale(endpoint);
     await this.reconciler.trigger();
     return { endpoint: this.view(endpoint, version.format), created };
   }
@@ -229,6 +231,30 @@ export class EndpointService {
         to,
         mode: 'manual',
         reason: 'deploy',
+      },
+    });
+  }
+
+  /**
+   * A redeploy without autoscaling over an autoscaled endpoint: its stored count becomes the
+   * fixed one, as `kiln autoscale clear` leaves it. Left as it was (0 after scaling to zero),
+   * a policy set later would be stored before its count and run that stale count in between.
+   */
+  private async droppedScale(endpoint: EndpointRecord): Promise<void> {
+    const store = this.registry.store;
+    const current = await store.getEndpointScale(endpoint.name);
+    if (current === null || current.replicas === endpoint.replicas) return;
+    await store.setEndpointScale({
+      endpoint: endpoint.name,
+      replicas: endpoint.replicas,
+      reason: `deployed with ${endpoint.replicas} replicas and no autoscaling`,
+      event: {
+        endpoint: endpoint.name,
+        kind: 'manual',
+        from: current.replicas,
+        to: endpoint.replicas,
+        mode: 'manual',
+        reason: 'deploy without autoscaling: fixed count',
       },
     });
   }
