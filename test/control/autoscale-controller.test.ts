@@ -436,3 +436,55 @@ test('predictive: replicas are added before a learned daily peak, by the start-u
   assert.deepEqual([up?.kind, up?.mode, up?.to], ['scale-up', 'predictive', 5]);
   assert.equal((await controller.status('iris')).lastDecision?.predictive, 5);
 });
+
+test('a restarted controller carries the stored count and idle period on: no drop, no wake of its own', async () => {
+  const { store, clock, controller, second, replicas } = await setup(
+    {
+      minReplicas: 0,
+      maxReplicas: 5,
+      target: 1,
+      stableWindowMs: 4_000,
+      panicWindowMs: 1_000,
+      scaleDownDelayMs: 5_000,
+      scaleToZero: { idleMs: 20_000 },
+    },
+    { replicas: 3 },
+  );
+  for (let i = 0; i < 12; i++) assert.equal(await second({ concurrency: 3, arrivals: 3 }), 3);
+  await controller.close();
+
+  // The control plane restarts: its gateways' first reports are not in yet.
+  const restarted = new AutoscaleController({ store, clock, replicas, log: () => undefined });
+  const tick = async (load: { concurrency: number; arrivals: number } | null) => {
+    clock.advance(1000);
+    if (load !== null) restarted.ingest(report(clock.ms, load));
+    await restarted.tick();
+    return (await store.getEndpointScale('iris'))?.replicas ?? null;
+  };
+  for (let i = 0; i < 3; i++) assert.equal(await tick(null), 3, 'held through the silence');
+  for (let i = 0; i < 10; i++) assert.equal(await tick({ concurrency: 3, arrivals: 3 }), 3);
+  // Idle from here: to zero once idleMs has passed since the last demand, not before.
+  let count: number | null = 3;
+  let seconds = 0;
+  while (count !== 0 && seconds < 60) {
+    count = await tick(null);
+    seconds += 1;
+  }
+  assert.equal(count, 0);
+  assert.ok(seconds >= 20, `to zero after ${seconds} s idle`);
+  await restarted.close();
+
+  // Restarted again at zero: it stays there until a request comes.
+  const third = new AutoscaleController({ store, clock, replicas, log: () => undefined });
+  replicas.ready.set('iris', 0);
+  for (let i = 0; i < 10; i++) {
+    clock.advance(1000);
+    await third.tick();
+  }
+  assert.equal((await store.getEndpointScale('iris'))?.replicas, 0);
+  clock.advance(1000);
+  third.ingest(report(clock.ms, { held: 2, concurrency: 2, arrivals: 2 }));
+  await third.tick();
+  assert.ok(((await store.getEndpointScale('iris'))?.replicas ?? 0) >= 1, 'woken by demand');
+  await third.close();
+});
