@@ -488,3 +488,36 @@ test('a restarted controller carries the stored count and idle period on: no dro
   assert.ok(((await store.getEndpointScale('iris'))?.replicas ?? 0) >= 1, 'woken by demand');
   await third.close();
 });
+
+test('two gateways holding requests at zero: both wake it, one wake event, their demand summed', async () => {
+  const { store, clock, controller, second, replicas } = await setup({
+    minReplicas: 0,
+    maxReplicas: 6,
+    target: 1,
+    stableWindowMs: 4_000,
+    panicWindowMs: 1_000,
+    scaleDownDelayMs: 0,
+    scaleToZero: { idleMs: 5_000 },
+  });
+  await store.setEndpointScale({ endpoint: 'iris', replicas: 0, reason: 'idle' });
+  replicas.ready.set('iris', 0);
+  for (let i = 0; i < 8; i++) assert.equal(await second(null), 0);
+
+  clock.advance(200);
+  const [a, b] = await Promise.all([controller.wake('iris'), controller.wake('iris')]);
+  assert.deepEqual([a.replicas, b.replicas], [1, 1]);
+  const wakes = (await store.listScaleEvents({ endpoint: 'iris' })).filter(
+    (e) => e.kind === 'wake',
+  );
+  assert.equal(wakes.length, 1, 'one wake for both gateways');
+
+  // Each gateway reports what it holds: the controller sees the sum and scales for it.
+  clock.advance(1000);
+  controller.ingest(report(clock.ms, { held: 2, concurrency: 2, arrivals: 2 }, 'gw-1'));
+  controller.ingest(report(clock.ms, { held: 3, concurrency: 3, arrivals: 3 }, 'gw-2'));
+  await controller.tick();
+  const status = await controller.status('iris');
+  assert.equal(status.signals?.held, 5);
+  assert.equal(status.signals?.concurrency, 5);
+  assert.equal(status.replicas, 5, 'ceil(5 / target 1)');
+});
