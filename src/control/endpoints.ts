@@ -24,7 +24,8 @@ import {
 } from './llm-deploy-check.ts';
 import { checkDeployPlacement } from './placement/deploy-placement-check.ts';
 import { resolveLlmServingConfig } from '../llm/serving/llm-serving-config.ts';
-import { resolveAutoscalePolicy, type AutoscalePolicy } from '../autoscale/autoscale-policy.ts';
+import type { AutoscalePolicy } from '../autoscale/autoscale-policy.ts';
+import { resolveEndpointPolicy } from './autoscale/scaled-endpoint.ts';
 import {
   completeEndpointConfig,
   workerRevision,
@@ -190,6 +191,8 @@ export class EndpointService {
     );
     if (autoscale !== null)
       await this.deployedScale(endpoint, before, autoscale.policy, request.replicas);
+    else if (before !== null && (before as EndpointRecord).config.autoscale !== undefined)
+      await this.droppedScale(endpoint);
     await this.reconciler.trigger();
     return { endpoint: this.view(endpoint, version.format), created };
   }
@@ -228,6 +231,30 @@ export class EndpointService {
         to,
         mode: 'manual',
         reason: 'deploy',
+      },
+    });
+  }
+
+  /**
+   * A redeploy without autoscaling over an autoscaled endpoint: its stored count becomes the
+   * fixed one, as `kiln autoscale clear` leaves it. Left as it was (0 after scaling to zero),
+   * a policy set later would be stored before its count and run that stale count in between.
+   */
+  private async droppedScale(endpoint: EndpointRecord): Promise<void> {
+    const store = this.registry.store;
+    const current = await store.getEndpointScale(endpoint.name);
+    if (current === null || current.replicas === endpoint.replicas) return;
+    await store.setEndpointScale({
+      endpoint: endpoint.name,
+      replicas: endpoint.replicas,
+      reason: `deployed with ${endpoint.replicas} replicas and no autoscaling`,
+      event: {
+        endpoint: endpoint.name,
+        kind: 'manual',
+        from: current.replicas,
+        to: endpoint.replicas,
+        mode: 'manual',
+        reason: 'deploy without autoscaling: fixed count',
       },
     });
   }
@@ -455,7 +482,7 @@ export function deployAutoscale(
 ): { readonly policy: AutoscalePolicy; readonly startReplicas: number } | null {
   const input = request.config?.autoscale;
   if (input === undefined) return null;
-  const check = resolveAutoscalePolicy(input);
+  const check = resolveEndpointPolicy(input);
   if (!check.ok)
     throw kilnError('KILN_AUTOSCALE_INVALID', { endpoint: name, reason: check.reason });
   const { policy } = check;

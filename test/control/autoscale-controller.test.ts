@@ -295,6 +295,10 @@ test('a policy change rebuilds the runner and clamps the count; clear returns to
       return true;
     },
   );
+  await assert.rejects(
+    controller.setPolicy('iris', { minReplicas: 1, maxReplicas: 65, target: 1 }),
+    /maxReplicas must be at most 64/,
+  );
 
   const cleared = await controller.clearPolicy('iris');
   assert.equal(cleared.autoscale, null);
@@ -305,6 +309,38 @@ test('a policy change rebuilds the runner and clamps the count; clear returns to
   const before = (await store.listScaleEvents({ endpoint: 'iris' })).length;
   await second({ concurrency: 50, arrivals: 50 });
   assert.equal((await store.listScaleEvents({ endpoint: 'iris' })).length, before);
+});
+
+test('a policy is refused on an endpoint served by a pool, as at deploy', async () => {
+  // Fails without the check in setPolicy: the policy was stored and the controller then
+  // "scaled" an endpoint whose replicas are the pool's workers.
+  const dir = await tempDir();
+  const clock = new FakeClock();
+  const store = SqliteStore.open(join(dir, 'kiln.db'), { clock });
+  await store.createModel({ name: 'iris', team: 'default', description: '' });
+  await store.createVersion('iris', newVersion());
+  await store.putPool({ name: 'small', team: 'default', workers: 2, memoryBudgetBytes: 1 << 20 });
+  await store.putEndpoint({
+    name: 'iris',
+    team: 'default',
+    model: 'iris',
+    version: 1,
+    ref: '1',
+    replicas: 1,
+    config: { pool: 'small' },
+  });
+  const controller = new AutoscaleController({ store, clock, replicas: new FakeReplicas() });
+  await assert.rejects(
+    controller.setPolicy('iris', { minReplicas: 0, maxReplicas: 3, target: 1 }),
+    (error: unknown) => {
+      assert.ok(error instanceof KilnError);
+      assert.equal(error.code, 'KILN_AUTOSCALE_INVALID');
+      assert.match(error.message, /pool small/);
+      return true;
+    },
+  );
+  assert.equal((await store.getEndpoint('iris'))?.config.autoscale, undefined);
+  assert.equal(await store.getEndpointScale('iris'), null);
 });
 
 test('a count changed meanwhile wins over the tick; the next tick decides from it', async () => {
@@ -399,4 +435,89 @@ test('predictive: replicas are added before a learned daily peak, by the start-u
   const up = (await store.listScaleEvents({ endpoint: 'iris', limit: 1 }))[0];
   assert.deepEqual([up?.kind, up?.mode, up?.to], ['scale-up', 'predictive', 5]);
   assert.equal((await controller.status('iris')).lastDecision?.predictive, 5);
+});
+
+test('a restarted controller carries the stored count and idle period on: no drop, no wake of its own', async () => {
+  const { store, clock, controller, second, replicas } = await setup(
+    {
+      minReplicas: 0,
+      maxReplicas: 5,
+      target: 1,
+      stableWindowMs: 4_000,
+      panicWindowMs: 1_000,
+      scaleDownDelayMs: 5_000,
+      scaleToZero: { idleMs: 20_000 },
+    },
+    { replicas: 3 },
+  );
+  for (let i = 0; i < 12; i++) assert.equal(await second({ concurrency: 3, arrivals: 3 }), 3);
+  await controller.close();
+
+  // The control plane restarts: its gateways' first reports are not in yet.
+  const restarted = new AutoscaleController({ store, clock, replicas, log: () => undefined });
+  const tick = async (load: { concurrency: number; arrivals: number } | null) => {
+    clock.advance(1000);
+    if (load !== null) restarted.ingest(report(clock.ms, load));
+    await restarted.tick();
+    return (await store.getEndpointScale('iris'))?.replicas ?? null;
+  };
+  for (let i = 0; i < 3; i++) assert.equal(await tick(null), 3, 'held through the silence');
+  for (let i = 0; i < 10; i++) assert.equal(await tick({ concurrency: 3, arrivals: 3 }), 3);
+  // Idle from here: to zero once idleMs has passed since the last demand, not before.
+  let count: number | null = 3;
+  let seconds = 0;
+  while (count !== 0 && seconds < 60) {
+    count = await tick(null);
+    seconds += 1;
+  }
+  assert.equal(count, 0);
+  assert.ok(seconds >= 20, `to zero after ${seconds} s idle`);
+  await restarted.close();
+
+  // Restarted again at zero: it stays there until a request comes.
+  const third = new AutoscaleController({ store, clock, replicas, log: () => undefined });
+  replicas.ready.set('iris', 0);
+  for (let i = 0; i < 10; i++) {
+    clock.advance(1000);
+    await third.tick();
+  }
+  assert.equal((await store.getEndpointScale('iris'))?.replicas, 0);
+  clock.advance(1000);
+  third.ingest(report(clock.ms, { held: 2, concurrency: 2, arrivals: 2 }));
+  await third.tick();
+  assert.ok(((await store.getEndpointScale('iris'))?.replicas ?? 0) >= 1, 'woken by demand');
+  await third.close();
+});
+
+test('two gateways holding requests at zero: both wake it, one wake event, their demand summed', async () => {
+  const { store, clock, controller, second, replicas } = await setup({
+    minReplicas: 0,
+    maxReplicas: 6,
+    target: 1,
+    stableWindowMs: 4_000,
+    panicWindowMs: 1_000,
+    scaleDownDelayMs: 0,
+    scaleToZero: { idleMs: 5_000 },
+  });
+  await store.setEndpointScale({ endpoint: 'iris', replicas: 0, reason: 'idle' });
+  replicas.ready.set('iris', 0);
+  for (let i = 0; i < 8; i++) assert.equal(await second(null), 0);
+
+  clock.advance(200);
+  const [a, b] = await Promise.all([controller.wake('iris'), controller.wake('iris')]);
+  assert.deepEqual([a.replicas, b.replicas], [1, 1]);
+  const wakes = (await store.listScaleEvents({ endpoint: 'iris' })).filter(
+    (e) => e.kind === 'wake',
+  );
+  assert.equal(wakes.length, 1, 'one wake for both gateways');
+
+  // Each gateway reports what it holds: the controller sees the sum and scales for it.
+  clock.advance(1000);
+  controller.ingest(report(clock.ms, { held: 2, concurrency: 2, arrivals: 2 }, 'gw-1'));
+  controller.ingest(report(clock.ms, { held: 3, concurrency: 3, arrivals: 3 }, 'gw-2'));
+  await controller.tick();
+  const status = await controller.status('iris');
+  assert.equal(status.signals?.held, 5);
+  assert.equal(status.signals?.concurrency, 5);
+  assert.equal(status.replicas, 5, 'ceil(5 / target 1)');
 });

@@ -147,6 +147,12 @@ test('deploy refuses a bad policy and a replica count outside min..max, naming t
     { model: 'a', replicas: 5, config: { autoscale: { minReplicas: 1, maxReplicas: 3 } } },
     /replicas 5 is outside minReplicas\.\.maxReplicas \(1\.\.3\)/,
   );
+  // A fixed deploy runs at most 64 replicas; a policy must not get around it (the plan would
+  // lay out a billion slots under a burst). Fails without resolveEndpointPolicy's bound.
+  await refused(
+    { model: 'a', config: { autoscale: { minReplicas: 1, maxReplicas: 1_000_000_000 } } },
+    /maxReplicas must be at most 64 \(an endpoint's replica limit\), got 1000000000/,
+  );
   assert.equal(await store.getEndpoint('e'), null, 'nothing stored');
   // Without replicas: max(1, min), within max.
   await endpoints.deploy('e', {
@@ -183,4 +189,21 @@ test('autoscaling added by a redeploy starts from the count the endpoint runs, w
     config: { autoscale: { minReplicas: 1, maxReplicas: 2 } },
   });
   assert.equal((await store.getEndpointScale('e'))?.replicas, 1);
+});
+
+test('a redeploy without autoscaling leaves a stored count equal to the fixed one', async (t) => {
+  // Without it the count stayed at what the autoscaler last ran (0 here): a policy set later is
+  // stored before its count, and a pass in between ran that stale 0 — every replica stopped
+  // and started again. Fails without EndpointService.droppedScale.
+  const { endpoints, store } = await setup(t);
+  await endpoints.deploy('e', { model: 'a', version: 1, config: { autoscale: toZero } });
+  await store.setEndpointScale({ endpoint: 'e', replicas: 0, reason: 'idle' });
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 2 });
+  assert.equal((await store.getEndpointScale('e'))?.replicas, 2);
+  const [event] = await store.listScaleEvents({ endpoint: 'e', limit: 1 });
+  assert.equal(event?.reason, 'deploy without autoscaling: fixed count');
+  assert.deepEqual([event?.from, event?.to], [0, 2]);
+  // A redeploy of a fixed endpoint writes nothing more.
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 2 });
+  assert.equal((await store.listScaleEvents({ endpoint: 'e' })).length, 2, 'deploy, drop');
 });

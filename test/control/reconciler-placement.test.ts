@@ -64,7 +64,7 @@ async function setup(
     clearInterval(exiting);
     await store.close();
   });
-  return { backend, reconciler, endpoints, placer };
+  return { backend, reconciler, endpoints, placer, store };
 }
 
 const twoCpus: Inventory = {
@@ -133,6 +133,49 @@ test('a replica waits for room with its reason, and starts once a replica stoppi
   assert.deepEqual(
     placer.view().nodes[0]!.replicas.map((r) => r.endpoint),
     ['b'],
+  );
+});
+
+test('an autoscaler asking beyond the inventory: the replicas that fit run, the rest wait with the reason', async (t) => {
+  const { backend, reconciler, endpoints, store } = await setup(t, twoCpus);
+  await endpoints.deploy('a', {
+    model: 'a',
+    config: {
+      resources: { cpu: 1 },
+      autoscale: { minReplicas: 1, maxReplicas: 4, target: 1 },
+    },
+  });
+  await until(() => backend.launched.length === 1, 'a started');
+  backend.ready(backend.launched[0]!);
+  // The controller's write (autoscale-controller.ts), as after a burst of demand.
+  await store.setEndpointScale({ endpoint: 'a', replicas: 4, reason: 'test', expectReplicas: 1 });
+  await reconciler.trigger();
+  await until(() => backend.launched.length === 2, 'the second that fits started');
+  backend.ready(backend.launched[1]!);
+  await until(async () => {
+    const status = (await endpoints.get('a')).status.replicas;
+    return status.filter((r) => /unschedulable/.test(r.reason ?? '')).length === 2;
+  }, 'two waiting with their reason');
+  const status = (await endpoints.get('a')).status.replicas;
+  for (const waiting of status.filter((r) => r.node === null)) {
+    assert.equal(waiting.state, 'starting');
+    assert.match(waiting.reason!, /^unschedulable: needs 1 CPU, largest free 0 CPUs$/);
+  }
+  const endpoint = (await store.getEndpoint('a'))!;
+  assert.deepEqual(reconciler.replicaCounts(endpoint), { ready: 2, starting: 2 });
+  assert.equal(backend.launched.length, 2, 'nothing launched beyond the inventory');
+
+  // Scaled back to what fits: the waiting ones go, the running ones stay.
+  await store.setEndpointScale({ endpoint: 'a', replicas: 2, reason: 'test', expectReplicas: 4 });
+  await reconciler.trigger();
+  await until(
+    async () => (await endpoints.get('a')).status.replicas.every((r) => r.node === 'n1'),
+    'no replica waiting',
+  );
+  assert.deepEqual(reconciler.replicaCounts(endpoint), { ready: 2, starting: 0 });
+  assert.ok(
+    backend.launched.every((l) => !l.stopRequested),
+    'no running replica stopped',
   );
 });
 

@@ -23,6 +23,7 @@ import {
   testGateway,
   validRequest,
 } from './gateway-harness.ts';
+import { answerOf, policyEndpoint, variant } from './traffic-harness.ts';
 
 interface StubControl {
   readonly url: string;
@@ -288,4 +289,49 @@ test('held requests give their concurrency slot back: the queue, not the bound, 
   // Released, they take their slots back even above the bound: all were admitted.
   for (const reply of await Promise.all(pending)) assert.equal(reply.status, 200);
   assert.equal(await metric(gateway, 'kiln_gateway_admitted_requests{endpoint="fraud"}'), 0);
+});
+
+test('a canary endpoint at zero: held requests are answered once any variant has a replica, whichever variant they were split to', async () => {
+  // Scale-to-zero with a traffic policy: the stable and the canary wake together, and the
+  // canary may be ready first; requests split to the stable must not fail meanwhile.
+  const control = await stubControl();
+  const canary = await fakeWorker('ok', answerOf(0.75));
+  const stable = await fakeWorker('ok', answerOf(0.25));
+  const atZero = (variants: Parameters<typeof policyEndpoint>[0]): EndpointRoute => ({
+    ...policyEndpoint(variants),
+    activation,
+  });
+  const gateway = await testGateway(
+    snapshot(1, [atZero([variant(null, 3, 50), variant(null, 4, 50)])]),
+    { more: { controlUrl: control.url, controlToken: 'gateway-token' } },
+  );
+  const sent = Array.from({ length: 10 }, (_, i) =>
+    infer(gateway.url, validRequest, { 'kiln-user': `u${i}` }),
+  );
+  await until(async () => (await held(gateway)) === 10, 'ten held requests');
+  await until(() => control.wakes.length > 0, 'the wake call');
+  assert.deepEqual(
+    control.wakes.map((w) => w.endpoint),
+    ['fraud'],
+  );
+
+  // Only the canary is ready: every held request goes to it.
+  gateway.setSnapshot(snapshot(2, [atZero([variant(null, 3, 50), variant(canary, 4, 50)])]));
+  for (const answer of await Promise.all(sent)) {
+    assert.equal(answer.status, 200, JSON.stringify(answer.json));
+    assert.deepEqual(answer.json, answerOf(0.75));
+  }
+  assert.equal(canary.received.length, 10);
+  assert.equal(await held(gateway), null, 'nothing held any more');
+
+  // Both ready: the split applies again, nothing held, no second wake.
+  gateway.setSnapshot(snapshot(3, [atZero([variant(stable, 3, 50), variant(canary, 4, 50)])]));
+  const later = await Promise.all(
+    Array.from({ length: 40 }, (_, i) =>
+      infer(gateway.url, validRequest, { 'kiln-user': `w${i}` }),
+    ),
+  );
+  assert.ok(later.every((a) => a.status === 200));
+  assert.ok(stable.received.length > 0 && canary.received.length > 10, 'both variants serve');
+  assert.equal(control.wakes.length, 1);
 });

@@ -18,7 +18,7 @@
 
 import { kilnError, KilnError } from '../../core/errors.ts';
 import type { Clock } from '../../core/clock.ts';
-import { resolveAutoscalePolicy, type AutoscalePolicy } from '../../autoscale/autoscale-policy.ts';
+import type { AutoscalePolicy } from '../../autoscale/autoscale-policy.ts';
 import {
   Autoscaler,
   type DemandForecast,
@@ -37,6 +37,7 @@ import type {
 import type { Store } from '../../store/store.ts';
 import { AutoscaleMetrics } from './autoscale-metrics.ts';
 import { rewriteEndpointConfig } from './endpoint-config-write.ts';
+import { resolveEndpointPolicy } from './scaled-endpoint.ts';
 import { latencySummary, quantileOf, type ScaleStatus } from './scale-status.ts';
 
 export type { ScaleStatus } from './scale-status.ts';
@@ -521,14 +522,21 @@ export class AutoscaleController {
    * autoscaled already, else from the deployed one.
    */
   async setPolicy(name: string, input: unknown): Promise<ScaleStatus> {
-    const check = resolveAutoscalePolicy(input);
+    const check = resolveEndpointPolicy(input);
     if (!check.ok)
       throw kilnError('KILN_AUTOSCALE_INVALID', { endpoint: name, reason: check.reason });
     const policy = check.policy;
-    const endpoint = await rewriteEndpointConfig(this.options.store, name, (config) => ({
-      ...config,
-      autoscale: policy,
-    }));
+    const endpoint = await rewriteEndpointConfig(this.options.store, name, (config) => {
+      // As at deploy (pool-deploy-check.ts): a pool's workers serve it, it has no replicas of
+      // its own to scale; the policy would only make the controller scale nothing.
+      if (config.pool !== undefined) {
+        throw kilnError('KILN_AUTOSCALE_INVALID', {
+          endpoint: name,
+          reason: `it is served by the workers of pool ${config.pool}: an endpoint on a pool has no autoscaling`,
+        });
+      }
+      return { ...config, autoscale: policy };
+    });
     const { store } = this.options;
     const current = await store.getEndpointScale(name);
     const base =
