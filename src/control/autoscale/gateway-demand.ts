@@ -80,17 +80,7 @@ export class GatewayDemand {
         concurrencyMean: load.concurrencyMean,
         held: load.held,
       });
-      const key = `${load.endpoint}\n${minuteMs}`;
-      let sums = this.pending.get(key);
-      if (sums === undefined) {
-        sums = {
-          arrivals: 0,
-          concurrencySeconds: 0,
-          seconds: 0,
-          latency: new HistogramSketch(reportSketchAccuracy),
-        };
-        this.pending.set(key, sums);
-      }
+      const sums = this.minute(`${load.endpoint}\n${minuteMs}`);
       sums.arrivals += load.arrivals;
       sums.concurrencySeconds += load.concurrencyMean * windowSeconds;
       sums.seconds += windowSeconds;
@@ -138,20 +128,25 @@ export class GatewayDemand {
     return rows;
   }
 
+  /** The sums pending for one endpoint and minute (key: endpoint, newline, minute ms). */
+  private minute(key: string): MinuteSums {
+    let sums = this.pending.get(key);
+    if (sums === undefined) {
+      sums = {
+        arrivals: 0,
+        concurrencySeconds: 0,
+        seconds: 0,
+        latency: new HistogramSketch(reportSketchAccuracy),
+      };
+      this.pending.set(key, sums);
+    }
+    return sums;
+  }
+
   /** Puts rows back after a failed store write (added to whatever came meanwhile). */
   restore(rows: readonly DemandRow[]): void {
     for (const row of rows) {
-      const key = `${row.endpoint}\n${Date.parse(row.minuteStart)}`;
-      let sums = this.pending.get(key);
-      if (sums === undefined) {
-        sums = {
-          arrivals: 0,
-          concurrencySeconds: 0,
-          seconds: 0,
-          latency: new HistogramSketch(reportSketchAccuracy),
-        };
-        this.pending.set(key, sums);
-      }
+      const sums = this.minute(`${row.endpoint}\n${Date.parse(row.minuteStart)}`);
       sums.arrivals += row.arrivals;
       sums.concurrencySeconds += row.concurrencySeconds;
       sums.seconds += row.seconds;
