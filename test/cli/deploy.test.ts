@@ -295,6 +295,11 @@ void test('endpoints list and show render tables and key: value blocks', () => {
   const table = endpointsTable([
     endpoint({}, 2),
     { ...endpoint({ ready: false, readyReplicas: 0 }), name: 'mlp', model: 'mlp-onnx', version: 1 },
+    {
+      ...endpoint({ ready: false, readyReplicas: 0 }, 0),
+      name: 'idle',
+      config: { autoscale: { minReplicas: 0, maxReplicas: 3 } as never },
+    },
   ]);
   assert.equal(
     table,
@@ -302,6 +307,7 @@ void test('endpoints list and show render tables and key: value blocks', () => {
       'NAME   MODEL      VERSION  REPLICAS  READY  URL',
       'fraud  fraud-xgb        3  2/2       yes    http://127.0.0.1:8000/v2/models/fraud',
       'mlp    mlp-onnx         1  0/1       no     http://127.0.0.1:8000/v2/models/fraud',
+      'idle   fraud-xgb        3  0/0       zero   http://127.0.0.1:8000/v2/models/fraud',
       '',
     ].join('\n'),
   );
@@ -360,4 +366,22 @@ void test('API keys: exactly one scope; the key is shown once, with a warning', 
       '',
     ].join('\n'),
   );
+});
+
+void test('a redeploy keeps the endpoint on its pool; --no-pool moves it off, with a replica count', () => {
+  const current: Endpoint = { ...endpoint({}, 2), config: { pool: 'small', timeoutMs: 100 } };
+  const kept = keepCurrent(deployBody(parseVersionRef('fraud-xgb:4'), defaults), current);
+  assert.deepEqual(kept.config, { pool: 'small', timeoutMs: 100 });
+  assert.equal(kept.replicas, undefined, "the pool's workers are its capacity");
+  const off = { ...defaults, pool: false as const, replicas: 3 };
+  const moved = keepCurrent(deployBody(parseVersionRef('fraud-xgb:4'), off), current, null, {
+    pool: true,
+  });
+  assert.deepEqual(moved.config, { timeoutMs: 100 });
+  assert.equal(moved.replicas, 3);
+  // Without --replicas it keeps as many replicas as the pool gave it workers.
+  const count = keepCurrent(deployBody(parseVersionRef('m'), defaults), current, null, {
+    pool: true,
+  });
+  assert.equal(count.replicas, 2);
 });
