@@ -400,3 +400,26 @@ test('predictive: replicas are added before a learned daily peak, by the start-u
   assert.deepEqual([up?.kind, up?.mode, up?.to], ['scale-up', 'predictive', 5]);
   assert.equal((await controller.status('iris')).lastDecision?.predictive, 5);
 });
+
+test('a pool endpoint takes no policy: its pool workers are its capacity', async () => {
+  const { store, controller } = await setup({ minReplicas: 1, maxReplicas: 3, target: 1 });
+  await store.putEndpoint({
+    name: 'pooled',
+    team: 'default',
+    model: 'iris',
+    version: 1,
+    ref: '1',
+    replicas: 1,
+    config: { pool: 'small' },
+  });
+  await assert.rejects(
+    controller.setPolicy('pooled', { minReplicas: 1, maxReplicas: 3 }),
+    (error: unknown) => {
+      assert.ok(error instanceof KilnError);
+      assert.equal(error.code, 'KILN_AUTOSCALE_INVALID');
+      assert.match(error.message, /served by the workers of pool small, which has no autoscaling/);
+      return true;
+    },
+  );
+  assert.equal((await store.getEndpoint('pooled'))?.config.autoscale, undefined);
+});

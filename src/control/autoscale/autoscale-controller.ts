@@ -525,10 +525,16 @@ export class AutoscaleController {
     if (!check.ok)
       throw kilnError('KILN_AUTOSCALE_INVALID', { endpoint: name, reason: check.reason });
     const policy = check.policy;
-    const endpoint = await rewriteEndpointConfig(this.options.store, name, (config) => ({
-      ...config,
-      autoscale: policy,
-    }));
+    const endpoint = await rewriteEndpointConfig(this.options.store, name, (config) => {
+      // As a deploy refuses it (pool-deploy-check.ts): a pool's workers are its capacity.
+      if (config.pool !== undefined) {
+        throw kilnError('KILN_AUTOSCALE_INVALID', {
+          endpoint: name,
+          reason: `it is served by the workers of pool ${config.pool}, which has no autoscaling (size it with kiln pools create ${config.pool} --workers N, or move it off with kiln deploy --no-pool)`,
+        });
+      }
+      return { ...config, autoscale: policy };
+    });
     const { store } = this.options;
     const current = await store.getEndpointScale(name);
     const base =
