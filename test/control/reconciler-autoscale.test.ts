@@ -184,3 +184,15 @@ test('autoscaling added by a redeploy starts from the count the endpoint runs, w
   });
   assert.equal((await store.getEndpointScale('e'))?.replicas, 1);
 });
+
+test('an endpoint deployed with 0 replicas and no scale-to-zero policy is not said to wake', async (t) => {
+  const { endpoints, route } = await setup(t);
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 0 });
+  const parked = await endpoints.get('e');
+  assert.equal(parked.status.ready, false);
+  assert.equal(
+    parked.status.reason,
+    'deployed with 0 replicas (deploy with --replicas N to serve)',
+  );
+  assert.equal(route()?.activation, undefined, 'its requests are refused at once, not held');
+});
