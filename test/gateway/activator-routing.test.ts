@@ -94,6 +94,13 @@ test('v2 and v1 requests sent during a cold start are held, the endpoint woken o
       loadReportIntervalMs: 50,
     },
   });
+  // At zero the model is ready for inference (its next request wakes it); asking wakes nothing.
+  for (const path of ['/v2/models/fraud/ready', '/v1/models/fraud']) {
+    const ready = await call(gateway.url, 'GET', path);
+    assert.equal(ready.status, 200, path);
+    assert.deepEqual(ready.json, { name: 'fraud', ready: true });
+  }
+  assert.equal(control.wakes.length, 0);
   const v2 = Array.from({ length: 6 }, () => infer(gateway.url));
   const v1 = call(
     gateway.url,
