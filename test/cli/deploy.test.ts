@@ -9,6 +9,7 @@ import { CliError } from '../../src/cli/errors.ts';
 import {
   allReplicasReady,
   deployBody,
+  checkAutoscaleFlags,
   keepCurrent,
   waitUntilReady,
 } from '../../src/cli/commands/deploy.ts';
@@ -384,4 +385,19 @@ void test('a redeploy keeps the endpoint on its pool; --no-pool moves it off, wi
     pool: true,
   });
   assert.equal(count.replicas, 2);
+});
+
+void test('autoscaling flags on an endpoint without a policy need both bounds, named as flags', () => {
+  const body = (autoscale: Record<string, unknown>) =>
+    ({ model: 'm', config: { autoscale } }) as Parameters<typeof checkAutoscaleFlags>[0];
+  assert.throws(
+    () => checkAutoscaleFlags(body({ maxReplicas: 5 })),
+    /--min-replicas is needed to start autoscaling this endpoint/,
+  );
+  assert.throws(
+    () => checkAutoscaleFlags(body({ target: 3 })),
+    /--min-replicas and --max-replicas are needed/,
+  );
+  checkAutoscaleFlags(body({ minReplicas: 0, maxReplicas: 5 }));
+  checkAutoscaleFlags({ model: 'm', config: {} });
 });

@@ -207,6 +207,7 @@ export function registerDeployCommand(program: Command): void {
           current === null
             ? given
             : keepCurrent(given, current, format, { pool: options.pool === false });
+        checkAutoscaleFlags(body);
         let endpoint = await client.put<Endpoint>(path, body);
         if (options.json !== true) writeOut(deploySummary(endpoint));
         if (options.wait === true) {
@@ -350,6 +351,24 @@ export function keepCurrent(
   if (given.replicas !== undefined || (config.autoscale === undefined && config.pool === undefined))
     merged.replicas = given.replicas ?? current.replicas;
   return merged;
+}
+
+/**
+ * An endpoint without a policy yet needs both bounds to start autoscaling: said in the flags'
+ * words (the platform would name the policy's fields, minReplicas and maxReplicas).
+ */
+export function checkAutoscaleFlags(body: DeployBody): void {
+  const policy = body.config.autoscale;
+  if (policy === undefined) return;
+  const missing = [
+    policy.minReplicas === undefined ? '--min-replicas' : null,
+    policy.maxReplicas === undefined ? '--max-replicas' : null,
+  ].filter((flag) => flag !== null);
+  if (missing.length > 0)
+    throw usageError(
+      `${missing.join(' and ')} ${missing.length === 1 ? 'is' : 'are'} needed to start autoscaling this endpoint (it has no policy yet)`,
+      'give both bounds, e.g. --min-replicas 1 --max-replicas 5',
+    );
 }
 
 /**
