@@ -180,9 +180,15 @@ export class Autoscaler implements ScalingPolicyRunner {
       reasons.push(
         `${name} ${fixed(stable)} (${seconds(p.stableWindowMs)} mean) / target ${fixed(p.target)} → ${stableWants}`,
       );
-      if (stableApplied > stableWants) {
+      if (stableApplied > stableWants && current > p.minReplicas) {
+        const downAt = (current - 1 - hysteresis) * p.target;
+        // A negative threshold is no level the signal can reach: say what does lower it.
         reasons.push(
-          `kept ${current} (down once ${name} ≤ ${fixed((current - 1 - hysteresis) * p.target)})`,
+          downAt >= 0
+            ? `kept ${current} (down once ${name} ≤ ${fixed(downAt)})`
+            : current === 1 && p.scaleToZero !== undefined
+              ? `kept 1 until idle ${seconds(p.scaleToZero.idleMs)} (then to zero)`
+              : `kept ${current} (scaleDownHysteresis ${fixed(hysteresis)} leaves no lower count)`,
         );
       }
       if (this.lastPanicDemandAtMs !== null) {

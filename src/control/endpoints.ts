@@ -377,7 +377,10 @@ export class EndpointService {
         : pool !== undefined
           ? (this.reconciler.pools.reason(record.name) ?? `waiting for a worker of pool ${pool}`)
           : running === 0 && current.length === 0
-            ? 'scaled to zero (woken by its next request)'
+            ? // Only a policy with minReplicas 0 gives the route an activator to wake it.
+              record.config.autoscale?.minReplicas === 0
+              ? 'scaled to zero (woken by its next request)'
+              : 'deployed with 0 replicas (deploy with --replicas N to serve)'
             : whyNotReady(current, this.clock.now());
     return {
       ...record,

@@ -101,6 +101,9 @@ export abstract class UpstreamExchange<Settings extends UpstreamSettings>
   protected load: EndpointLoadCounter | null = null;
   /** Held by the activator now. */
   private held = false;
+  /** When the activator took it (while `held`) and how long it was held before. */
+  private heldSinceMs = 0;
+  private heldForMs = 0;
   /** Gave its concurrency slot back to be held: takes one again when released. */
   private slotOnRelease = false;
   /** The cold start that released this request (its answer may be the one that ends it). */
@@ -202,6 +205,7 @@ export abstract class UpstreamExchange<Settings extends UpstreamSettings>
       return true;
     }
     this.held = true;
+    this.heldSinceMs = performance.now();
     if (this.holdsSlot) {
       this.holdsSlot = false;
       this.gate!.leave();
@@ -212,7 +216,7 @@ export abstract class UpstreamExchange<Settings extends UpstreamSettings>
 
   /** The activator releases the request: the endpoint has a ready replica now. */
   release(coldStart: ColdStart): void {
-    this.held = false;
+    this.unhold();
     this.coldStart = coldStart;
     if (this.done) return;
     if (this.slotOnRelease) {
@@ -226,8 +230,13 @@ export abstract class UpstreamExchange<Settings extends UpstreamSettings>
 
   /** The activator fails the request (timed out, endpoint gone). */
   expire(code: ErrorCode, params: ErrorParams): void {
-    this.held = false;
+    this.unhold();
     if (!this.done) this.fail(code, params);
+  }
+
+  private unhold(): void {
+    if (this.held) this.heldForMs += performance.now() - this.heldSinceMs;
+    this.held = false;
   }
 
   /** Goes on after being held: picks a replica from the latest table. */
@@ -385,7 +394,7 @@ export abstract class UpstreamExchange<Settings extends UpstreamSettings>
       this.gate!.leave();
     }
     if (this.held) {
-      this.held = false;
+      this.unhold();
       this.settings.activator?.leave(this);
     }
     const elapsedMs = performance.now() - this.startMs;
@@ -394,7 +403,9 @@ export abstract class UpstreamExchange<Settings extends UpstreamSettings>
       if (this.countedInflight) series.inflight.dec();
       series.record(status, elapsedMs / 1000);
     }
-    this.load?.complete(status, elapsedMs);
+    // The demand rows' latency is the endpoint's service time (the simulator's, `kiln
+    // simulate --endpoint`): a wait for a replica to wake is a cold start, not service.
+    this.load?.complete(status, elapsedMs - this.heldForMs);
     this.coldStart?.answered(status);
   }
 }

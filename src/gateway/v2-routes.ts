@@ -225,7 +225,7 @@ export class V2Routes {
           this.openAi.sendModel(res, entry, headers);
           return;
         }
-        if (entry.replicas.length > 0) {
+        if (servable(entry)) {
           sendJson(res, 200, `{"name":${JSON.stringify(name)},"ready":true}`, headers);
         } else {
           const params = { model: name, reason: 'no replica is ready' };
@@ -252,7 +252,7 @@ export class V2Routes {
         return;
       case 'ready': {
         const headers = entryHeaders(entry, requestId, traceparent);
-        if (entry.replicas.length > 0) {
+        if (servable(entry)) {
           sendJson(res, 200, `{"name":${JSON.stringify(name)},"ready":true}`, headers);
         } else {
           sendV2Error(
@@ -357,6 +357,16 @@ export class V2Routes {
       },
     );
   }
+}
+
+/**
+ * Whether the model is ready for inference: a ready replica, or scaled to zero with an
+ * activator (its next inference request is held while it wakes, then answered). Clients that
+ * ask `ready` before they infer (Triton's `is_model_ready`, KServe's) would otherwise never
+ * send the request that wakes it; asking does not wake it.
+ */
+function servable(entry: EndpointEntry): boolean {
+  return entry.replicas.length > 0 || entry.route.activation !== undefined;
 }
 
 /** A 429 at the door, with `Retry-After` in whole seconds. */

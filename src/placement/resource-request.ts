@@ -4,6 +4,7 @@
 // field; one this inventory cannot meet is placement's answer (KILN_UNSCHEDULABLE).
 
 import type { AcceleratorRequest, ResourceRequest } from './inventory.ts';
+import { migDeviceKinds } from './mig-profiles.ts';
 
 /** A request with every default filled in: what the packer reads. */
 export interface ResolvedRequest {
@@ -57,6 +58,17 @@ export function resourceRequestProblem(value: unknown): string | null {
     return `resources.accelerator.count must be a whole number from 1 to 64 (got ${JSON.stringify(count)})`;
   if (mig !== undefined && (typeof mig !== 'string' || !/^\d+g\.\d+gb$/.test(mig)))
     return `resources.accelerator.mig must name a MIG profile such as "1g.10gb" (got ${JSON.stringify(mig)})`;
+  if (typeof mig === 'string') {
+    // An inventory only holds MIG instances of known profiles (parse-inventory checks them):
+    // an unknown one is a typo that no inventory could ever place, not a wait for room.
+    const kinds =
+      typeof type === 'string' && type in migDeviceKinds ? [type] : Object.keys(migDeviceKinds);
+    const valid = [
+      ...new Set(kinds.flatMap((k) => migDeviceKinds[k]!.profiles.map((p) => p.name))),
+    ];
+    if (!valid.includes(mig))
+      return `resources.accelerator.mig: no ${kinds.length === 1 ? kinds[0] : 'GPU'} has a MIG profile ${mig} (known: ${valid.join(', ')})`;
+  }
   const ways = [memoryGiB, count, mig].filter((v) => v !== undefined).length;
   if (ways === 0) return 'resources.accelerator needs one of memoryGiB, count or mig';
   if (ways > 1)

@@ -13,7 +13,7 @@ import type { PolicyReport, SimulationReport } from './simulation-report.ts';
 
 const width = 960;
 const panelHeight = 240;
-const margin = { left: 64, right: 64, top: 40, bottom: 36 };
+const margin = { left: 64, right: 64, top: 48, bottom: 36 };
 const colors = { demand: '#1f77b4', capacity: '#2ca02c', replicas: '#ff7f0e' } as const;
 
 export function renderSimulationSvg(report: SimulationReport): string {
@@ -112,7 +112,8 @@ function panel(
       `stroke="${colors.replicas}" stroke-width="1.5" stroke-dasharray="5 3"`,
     ),
     line(timeline.demandRps, yRps, `stroke="${colors.demand}" stroke-width="1.5"`),
-    legend(x1 - 370, top + 18),
+    // A row of its own under the title: beside it, a title of ~95 characters ran under it.
+    legend(x0, top + 36),
     `</g>`,
   );
   return out.join('\n');

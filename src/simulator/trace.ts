@@ -35,6 +35,17 @@ export type TraceCheck =
 
 /** Most rows a trace may hold: a week of seconds is 604 800, so this leaves room. */
 export const maxTracePoints = 2_000_000;
+/**
+ * Longest trace: a quarter (the simulator keeps a few numbers per second of it, and a
+ * predictive policy's history is at most a year of which a quarter shows the weekly shape).
+ */
+export const maxTraceSeconds = 92 * 86_400;
+/**
+ * Most requests a trace may ask for (rate × time): each is simulated one by one, about a
+ * second of CPU per million per policy here; the bundled week is 11 million. Beyond, a typo
+ * (`1e9` rps, a time in ms) would run for hours or exhaust memory instead of being refused.
+ */
+export const maxTraceRequests = 200_000_000;
 
 const numberPattern = /^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i;
 const headerPattern = /^\s*[a-z_][a-z0-9_]*\s*,\s*[a-z_][a-z0-9_]*\s*$/i;
@@ -144,7 +155,22 @@ function finish(points: readonly TracePoint[]): TraceCheck {
   if (points.length < 2) {
     return fail('a trace needs at least 2 rows: the last one marks where it ends', null);
   }
-  return { ok: true, trace: { points, startSeconds: first.tSeconds, endSeconds: last.tSeconds } };
+  const trace = { points, startSeconds: first.tSeconds, endSeconds: last.tSeconds };
+  const seconds = trace.endSeconds - trace.startSeconds;
+  if (seconds > maxTraceSeconds) {
+    return fail(
+      `the trace lasts ${Math.round(seconds)} s, more than ${maxTraceSeconds} s (92 days); times are in seconds`,
+      null,
+    );
+  }
+  const requests = traceExpectedRequests(trace);
+  if (requests > maxTraceRequests) {
+    return fail(
+      `the trace asks for about ${requests.toExponential(2)} requests, more than ${maxTraceRequests.toExponential(0)}; rates are requests per second`,
+      null,
+    );
+  }
+  return { ok: true, trace };
 }
 
 function fail(reason: string, line: number | null): TraceCheck {

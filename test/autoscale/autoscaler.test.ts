@@ -334,3 +334,32 @@ test('the reason names what decided: the window, the hysteresis, the rate limit,
     'concurrency 5.80 (60 s mean) / target 1 → 6; rate-limited to 8 (from 16)',
   );
 });
+
+test('the reason never names a level the signal cannot reach (one replica, or the minimum)', () => {
+  const toZero = new Autoscaler(
+    policy({ minReplicas: 0, maxReplicas: 3, target: 4, scaleToZero: { idleMs: 300_000 } }),
+  );
+  toZero.observe(sample(0, { concurrency: 0.2, qps: 1 }));
+  assert.equal(
+    toZero.decide(0, 1).reason,
+    'concurrency 0.20 (60 s mean) / target 4 → 1',
+    'one replica wanted: nothing kept',
+  );
+  toZero.observe(sample(1000));
+  toZero.observe(sample(70_000));
+  assert.equal(
+    toZero.decide(70_000, 1).reason,
+    'concurrency 0 (60 s mean) / target 4 → 0; kept 1 until idle 300 s (then to zero)',
+  );
+  const atMin = new Autoscaler(policy({ minReplicas: 2, maxReplicas: 5, target: 4 }));
+  atMin.observe(sample(0, { readyReplicas: 2, concurrency: 2.5 }));
+  assert.equal(atMin.decide(0, 2).reason, 'concurrency 2.50 (60 s mean) / target 4 → 1');
+  const margin = new Autoscaler(
+    policy({ minReplicas: 1, maxReplicas: 5, target: 4, scaleDownHysteresis: 3 }),
+  );
+  margin.observe(sample(0, { readyReplicas: 3 }));
+  assert.equal(
+    margin.decide(0, 3).reason,
+    'concurrency 0 (60 s mean) / target 4 → 0; kept 3 (scaleDownHysteresis 3 leaves no lower count)',
+  );
+});

@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { autoscaleBody, durationMsOption } from '../../src/cli/commands/autoscale.ts';
+import { scaleStatusText } from '../../src/cli/commands/autoscale-render.ts';
 import { mergeAutoscale } from '../../src/cli/commands/deploy.ts';
 import { HistogramSketch } from '../../src/traffic/histogram-sketch.ts';
 import { call, errorCode, registerFixture, testPlatform } from '../helpers/platform.ts';
@@ -191,7 +192,7 @@ void test('kiln autoscale set/show/events/clear and kiln deploy --min-replicas, 
     1,
   );
   assert.match(bad, /unknown signal 'vibes'.*KILN_AUTOSCALE_INVALID/);
-  assert.equal(await cli.ok(['autoscale', 'clear', 'e']), 'e: autoscaling off, 1 replicas\n');
+  assert.equal(await cli.ok(['autoscale', 'clear', 'e']), 'e: autoscaling off, 1 replica\n');
 });
 
 void test('flags become the policy body; a deploy merges them into the current policy', () => {
@@ -223,4 +224,38 @@ void test('flags become the policy body; a deploy merges them into the current p
     ),
     { minReplicas: 1, maxReplicas: 3, signal: 'qps' },
   );
+});
+
+void test('show: a change after the last decision (a new policy) gives the reason, not the old decision', () => {
+  const decision = {
+    at: '2026-12-01T10:00:00.000Z',
+    replicas: 0,
+    reactive: 0,
+    predictive: 0,
+    mode: 'stable' as const,
+    reason: 'no requests for 300 s (idle after 300 s) → 0',
+  };
+  const event = (at: string, reason: string) =>
+    ({ id: 1, endpoint: 'e', at, kind: 'manual', from: 0, to: 1, mode: 'manual', reason }) as const;
+  const status = {
+    endpoint: 'e',
+    autoscale: null,
+    replicas: 1,
+    readyReplicas: 0,
+    startingReplicas: 1,
+    mode: 'stable' as const,
+    reason: 'autoscaling policy set (1..3 on concurrency)',
+    lastDemandAt: null,
+    lastDecision: decision,
+    signals: null,
+    startup: { measuredP90Ms: null, samples: 0, usedMs: 30_000 },
+    events: [event('2026-12-01T10:00:05.000Z', 'autoscaling policy set')],
+    latencyMs: { since: decision.at, count: 0, p50: null, p90: null, p95: null, p99: null },
+  } as unknown as Parameters<typeof scaleStatusText>[0];
+  assert.match(
+    scaleStatusText(status),
+    /^reason:\s+autoscaling policy set \(1\.\.3 on concurrency\)$/m,
+  );
+  const decidedSince = { ...status, events: [event('2026-12-01T09:00:00.000Z', 'deploy')] };
+  assert.match(scaleStatusText(decidedSince), /^reason:\s+no requests for 300 s/m);
 });

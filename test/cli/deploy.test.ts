@@ -9,6 +9,7 @@ import { CliError } from '../../src/cli/errors.ts';
 import {
   allReplicasReady,
   deployBody,
+  checkAutoscaleFlags,
   keepCurrent,
   waitUntilReady,
 } from '../../src/cli/commands/deploy.ts';
@@ -295,6 +296,11 @@ void test('endpoints list and show render tables and key: value blocks', () => {
   const table = endpointsTable([
     endpoint({}, 2),
     { ...endpoint({ ready: false, readyReplicas: 0 }), name: 'mlp', model: 'mlp-onnx', version: 1 },
+    {
+      ...endpoint({ ready: false, readyReplicas: 0 }, 0),
+      name: 'idle',
+      config: { autoscale: { minReplicas: 0, maxReplicas: 3 } as never },
+    },
   ]);
   assert.equal(
     table,
@@ -302,6 +308,7 @@ void test('endpoints list and show render tables and key: value blocks', () => {
       'NAME   MODEL      VERSION  REPLICAS  READY  URL',
       'fraud  fraud-xgb        3  2/2       yes    http://127.0.0.1:8000/v2/models/fraud',
       'mlp    mlp-onnx         1  0/1       no     http://127.0.0.1:8000/v2/models/fraud',
+      'idle   fraud-xgb        3  0/0       zero   http://127.0.0.1:8000/v2/models/fraud',
       '',
     ].join('\n'),
   );
@@ -360,4 +367,37 @@ void test('API keys: exactly one scope; the key is shown once, with a warning', 
       '',
     ].join('\n'),
   );
+});
+
+void test('a redeploy keeps the endpoint on its pool; --no-pool moves it off, with a replica count', () => {
+  const current: Endpoint = { ...endpoint({}, 2), config: { pool: 'small', timeoutMs: 100 } };
+  const kept = keepCurrent(deployBody(parseVersionRef('fraud-xgb:4'), defaults), current);
+  assert.deepEqual(kept.config, { pool: 'small', timeoutMs: 100 });
+  assert.equal(kept.replicas, undefined, "the pool's workers are its capacity");
+  const off = { ...defaults, pool: false as const, replicas: 3 };
+  const moved = keepCurrent(deployBody(parseVersionRef('fraud-xgb:4'), off), current, null, {
+    pool: true,
+  });
+  assert.deepEqual(moved.config, { timeoutMs: 100 });
+  assert.equal(moved.replicas, 3);
+  // Without --replicas it keeps as many replicas as the pool gave it workers.
+  const count = keepCurrent(deployBody(parseVersionRef('m'), defaults), current, null, {
+    pool: true,
+  });
+  assert.equal(count.replicas, 2);
+});
+
+void test('autoscaling flags on an endpoint without a policy need both bounds, named as flags', () => {
+  const body = (autoscale: Record<string, unknown>) =>
+    ({ model: 'm', config: { autoscale } }) as Parameters<typeof checkAutoscaleFlags>[0];
+  assert.throws(
+    () => checkAutoscaleFlags(body({ maxReplicas: 5 })),
+    /--min-replicas is needed to start autoscaling this endpoint/,
+  );
+  assert.throws(
+    () => checkAutoscaleFlags(body({ target: 3 })),
+    /--min-replicas and --max-replicas are needed/,
+  );
+  checkAutoscaleFlags(body({ minReplicas: 0, maxReplicas: 5 }));
+  checkAutoscaleFlags({ model: 'm', config: {} });
 });

@@ -521,3 +521,26 @@ test('two gateways holding requests at zero: both wake it, one wake event, their
   assert.equal(status.signals?.concurrency, 5);
   assert.equal(status.replicas, 5, 'ceil(5 / target 1)');
 });
+
+test('a pool endpoint takes no policy: its pool workers are its capacity', async () => {
+  const { store, controller } = await setup({ minReplicas: 1, maxReplicas: 3, target: 1 });
+  await store.putEndpoint({
+    name: 'pooled',
+    team: 'default',
+    model: 'iris',
+    version: 1,
+    ref: '1',
+    replicas: 1,
+    config: { pool: 'small' },
+  });
+  await assert.rejects(
+    controller.setPolicy('pooled', { minReplicas: 1, maxReplicas: 3 }),
+    (error: unknown) => {
+      assert.ok(error instanceof KilnError);
+      assert.equal(error.code, 'KILN_AUTOSCALE_INVALID');
+      assert.match(error.message, /served by the workers of pool small, which has no autoscaling/);
+      return true;
+    },
+  );
+  assert.equal((await store.getEndpoint('pooled'))?.config.autoscale, undefined);
+});

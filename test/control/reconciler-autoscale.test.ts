@@ -207,3 +207,15 @@ test('a redeploy without autoscaling leaves a stored count equal to the fixed on
   await endpoints.deploy('e', { model: 'a', version: 1, replicas: 2 });
   assert.equal((await store.listScaleEvents({ endpoint: 'e' })).length, 2, 'deploy, drop');
 });
+
+test('an endpoint deployed with 0 replicas and no scale-to-zero policy is not said to wake', async (t) => {
+  const { endpoints, route } = await setup(t);
+  await endpoints.deploy('e', { model: 'a', version: 1, replicas: 0 });
+  const parked = await endpoints.get('e');
+  assert.equal(parked.status.ready, false);
+  assert.equal(
+    parked.status.reason,
+    'deployed with 0 replicas (deploy with --replicas N to serve)',
+  );
+  assert.equal(route()?.activation, undefined, 'its requests are refused at once, not held');
+});

@@ -7,6 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { HistogramSketch } from '../../src/traffic/histogram-sketch.ts';
 import type { LoadReport } from '../../src/protocol/scaling/load-report.ts';
 import type { RunningGateway } from '../../src/gateway/start-gateway.ts';
 import type { ActivationRoute, EndpointRoute } from '../../src/gateway/routing-snapshot.ts';
@@ -94,6 +95,13 @@ test('v2 and v1 requests sent during a cold start are held, the endpoint woken o
       loadReportIntervalMs: 50,
     },
   });
+  // At zero the model is ready for inference (its next request wakes it); asking wakes nothing.
+  for (const path of ['/v2/models/fraud/ready', '/v1/models/fraud']) {
+    const ready = await call(gateway.url, 'GET', path);
+    assert.equal(ready.status, 200, path);
+    assert.deepEqual(ready.json, { name: 'fraud', ready: true });
+  }
+  assert.equal(control.wakes.length, 0);
   const v2 = Array.from({ length: 6 }, () => infer(gateway.url));
   const v1 = call(
     gateway.url,
@@ -121,6 +129,9 @@ test('v2 and v1 requests sent during a cold start are held, the endpoint woken o
   });
   assert.equal(bad.status, 400);
 
+  // Held a known while (at least this long): the wait is a cold start, not service time.
+  const holdMs = 1500;
+  await new Promise((resolve) => setTimeout(resolve, holdMs));
   gateway.setSnapshot(snapshot(2, [zeroEndpoint({ replicas: [replicaRoute(worker, 'r1')] })]));
   const answers = await Promise.all(v2);
   for (const answer of answers) {
@@ -146,6 +157,21 @@ test('v2 and v1 requests sent during a cold start are held, the endpoint woken o
     }
     return arrivals === 8 && completed === 8;
   }, 'load reports counting every request');
+  // The reports' latency (the demand rows' service times, what `kiln simulate --endpoint`
+  // reads) leaves the hold out: the fake worker answers at once, so none is near holdMs.
+  const latencies = new HistogramSketch(0.01);
+  for (const report of control.reports) {
+    for (const load of report.endpoints) {
+      const sketch = HistogramSketch.fromSnapshot(load.latencyMs);
+      assert.ok(sketch.ok);
+      latencies.merge(sketch.sketch);
+    }
+  }
+  assert.equal(latencies.count, 7, 'the seven answered requests');
+  assert.ok(
+    latencies.quantile(1)! < holdMs,
+    `service times without the hold: ${latencies.quantile(1)} ms`,
+  );
 
   // With a replica, nothing is held and no wake is asked.
   assert.equal((await infer(gateway.url)).status, 200);

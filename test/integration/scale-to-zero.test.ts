@@ -118,11 +118,18 @@ test('from zero replicas, every request sent during the cold start is answered c
       .body as EndpointBody;
     return endpoint.status.replicas.every((r) => r.state === 'stopped' || r.pid === null);
   });
+  // The gateway has a snapshot routing no replica of it (a model at zero still answers its
+  // ready check: its next request wakes it).
   await waitUntil('the gateway sees no ready replica', async () => {
-    const ready = await fetch(`${platform.gatewayUrl}/v2/models/fraud/ready`);
-    await ready.arrayBuffer();
-    return ready.status === 503;
+    const snapshot = (await call(platform.url, 'GET', '/api/v1/routing/snapshot?waitMs=0'))
+      .body as { version: number; endpoints: { name: string; replicas: unknown[] }[] };
+    const route = snapshot.endpoints.find((e) => e.name === 'fraud');
+    if (route === undefined || route.replicas.length > 0) return false;
+    const seen = await gatewayMetric('kiln_gateway_snapshot_version');
+    return seen !== null && seen >= snapshot.version;
   });
+  const atZero = await fetch(`${platform.gatewayUrl}/v2/models/fraud/ready`);
+  assert.equal(atZero.status, 200, await atZero.text());
 
   // The cold start: six requests at once, then, once the gateway holds them, six more (v2
   // and v1) while the endpoint is still waking.

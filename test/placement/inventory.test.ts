@@ -206,6 +206,20 @@ test('resource requests: every bad field is named; defaults fill the rest', () =
     resourceRequestProblem({ accelerator: { mig: 'big' } })!,
     /mig must name a MIG profile/,
   );
+  // A profile no GPU has is a typo, refused at once (it would wait for room for ever).
+  assert.match(
+    resourceRequestProblem({ accelerator: { mig: '9g.99gb' } })!,
+    /^resources\.accelerator\.mig: no GPU has a MIG profile 9g\.99gb \(known: 1g\.5gb, .*7g\.80gb/,
+  );
+  assert.match(
+    resourceRequestProblem({ accelerator: { type: 'A100-40GB', mig: '3g.40gb' } })!,
+    /no A100-40GB has a MIG profile 3g\.40gb \(known: 1g\.5gb, 1g\.10gb, 2g\.10gb, 3g\.20gb, 4g\.20gb, 7g\.40gb\)/,
+  );
+  assert.equal(resourceRequestProblem({ accelerator: { mig: '3g.40gb' } }), null);
+  assert.equal(
+    resourceRequestProblem({ accelerator: { type: 'A100-80GB', mig: '1g.10gb' } }),
+    null,
+  );
   assert.deepEqual(resolveRequest({}, 1024 ** 3), {
     cpu: 1,
     memoryGiB: 2,

@@ -64,6 +64,22 @@ test('the SVG is well-formed: one svg root, one panel per policy, demand, capaci
   assert.equal(elements.get('polyline'), 4); // demand and replicas per panel
   assert.equal(elements.get('polygon'), 2); // capacity per panel
   assert.ok(svg.includes('fixed &lt;3&gt; &amp; &quot;co&quot;'));
+  // The legend has a row of its own between the title and the plot (beside the title, a
+  // long title ran under it).
+  const titleY = [...svg.matchAll(/<text x="\d+" y="(\d+)" font-size="13"/g)].map((m) =>
+    Number(m[1]),
+  );
+  const legendY = [...svg.matchAll(/<text x="\d+" y="(\d+)">demand rps</g)].map((m) =>
+    Number(m[1]),
+  );
+  const plotY = [
+    ...svg.matchAll(/<rect x="\d+" y="(\d+)" width="\d+" height="\d+" fill="none"/g),
+  ].map((m) => Number(m[1]));
+  assert.equal(legendY.length, 2);
+  for (let i = 0; i < 2; i++) {
+    assert.ok(legendY[i]! >= titleY[i]! + 13, `legend ${legendY[i]} under title ${titleY[i]}`);
+    assert.ok(legendY[i]! < plotY[i]!, `legend ${legendY[i]} above the plot ${plotY[i]}`);
+  }
   // Every coordinate is a finite number.
   for (const points of svg.matchAll(/points="([^"]*)"/g)) {
     for (const pair of (points[1] ?? '').split(' ')) {

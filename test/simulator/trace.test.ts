@@ -110,3 +110,16 @@ test('JSON errors name the entry', () => {
   );
   assert.match(reasonOf(parseTrace('[{"t": 0,')).reason, /^not valid JSON: /);
 });
+
+test('a trace too long or too heavy to simulate is refused, not run for hours', () => {
+  assert.match(
+    reasonOf(parseTrace('0,5\n1e12,5\n')).reason,
+    /^the trace lasts 1000000000000 s, more than 7948800 s \(92 days\)/,
+  );
+  assert.match(
+    reasonOf(parseTrace('[{"t": 0, "rps": 1e9}, {"t": 10, "rps": 1}]')).reason,
+    /^the trace asks for about 1\.00e\+10 requests, more than 2e\+8/,
+  );
+  // The limits leave room: a quarter at 20 rps.
+  assert.ok(parseTrace(`0,20\n${92 * 86_400},0\n`).ok);
+});

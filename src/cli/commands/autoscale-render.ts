@@ -35,6 +35,18 @@ export function policyText(status: ScaleStatusView): string {
   return parts.join(', ');
 }
 
+/**
+ * Why the count is what it is: the last decision's reason, unless a change came after it (a
+ * policy set, a deploy, a wake): that change's reason, not a decision about the old policy.
+ */
+function currentReason(status: ScaleStatusView): string | null {
+  const decision = status.lastDecision;
+  const newest = status.events[0];
+  if (decision === null) return status.reason;
+  if (newest !== undefined && Date.parse(newest.at) > Date.parse(decision.at)) return status.reason;
+  return decision.reason;
+}
+
 export function scaleStatusText(status: ScaleStatusView): string {
   const s = status.signals;
   const latency = status.latencyMs;
@@ -46,7 +58,7 @@ export function scaleStatusText(status: ScaleStatusView): string {
       `${status.replicas} wanted, ${status.readyReplicas} ready, ${status.startingReplicas} starting`,
     ],
     ['mode', status.mode],
-    ['reason', status.lastDecision?.reason ?? status.reason],
+    ['reason', currentReason(status)],
     ['decided', status.lastDecision === null ? null : shortTime(status.lastDecision.at)],
     [
       'signals',

@@ -157,7 +157,12 @@ export function registerAutoscaleCommands(program: Command): void {
       const status = await withClient(command, (client) =>
         client.delete<ScaleStatusView>(apiPath('endpoints', endpoint, 'autoscale')),
       );
-      emit(options, status, () => `${endpoint}: autoscaling off, ${status.replicas} replicas\n`);
+      emit(
+        options,
+        status,
+        () =>
+          `${endpoint}: autoscaling off, ${status.replicas} replica${status.replicas === 1 ? '' : 's'}\n`,
+      );
     });
 
   autoscale

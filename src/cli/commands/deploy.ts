@@ -77,8 +77,11 @@ export interface DeployOptions extends LlmFlags, RolloutFlags, ResourceFlags {
   readonly batching?: boolean;
   readonly timeoutMs?: number;
   readonly maxConcurrency?: number;
-  /** Serve it on this worker pool (`kiln pools create`) instead of replicas of its own. */
-  readonly pool?: string;
+  /**
+   * Serve it on this worker pool (`kiln pools create`) instead of replicas of its own;
+   * false (`--no-pool`): on replicas of its own again.
+   */
+  readonly pool?: string | false;
   /** Autoscaling (config.autoscale): merged into the endpoint's current policy. */
   readonly minReplicas?: number;
   readonly maxReplicas?: number;
@@ -173,6 +176,7 @@ export function registerDeployCommand(program: Command): void {
       '--pool <name>',
       'serve it on this worker pool (loaded on demand beside other models) instead of replicas of its own',
     )
+    .option('--no-pool', 'move it off its worker pool onto replicas of its own')
     .option('--wait', 'wait until every replica is ready (a rollout: until it has finished)')
     .option('--timeout-s <seconds>', 'with --wait: give up after this long', integerOption(1), 120)
     .option('--json', 'print the endpoint as JSON')
@@ -199,7 +203,11 @@ export function registerDeployCommand(program: Command): void {
           if (error instanceof CliError && error.code === 'KILN_ENDPOINT_NOT_FOUND') return null;
           throw error;
         });
-        const body = current === null ? given : keepCurrent(given, current, format);
+        const body =
+          current === null
+            ? given
+            : keepCurrent(given, current, format, { pool: options.pool === false });
+        checkAutoscaleFlags(body);
         let endpoint = await client.put<Endpoint>(path, body);
         if (options.json !== true) writeOut(deploySummary(endpoint));
         if (options.wait === true) {
@@ -306,8 +314,11 @@ export function keepCurrent(
   given: DeployBody,
   current: Endpoint,
   format: ModelFormat | null = null,
+  /** Current settings to drop: the pool (`--no-pool`; a deploy otherwise keeps it). */
+  drop: { readonly pool?: boolean } = {},
 ): DeployBody {
   const config: EndpointConfig = { ...(current.config as EndpointConfig), ...given.config };
+  if (drop.pool === true) delete config.pool;
   if (given.config.llm !== undefined && current.config.llm !== undefined)
     config.llm = { ...current.config.llm, ...given.config.llm };
   if (format === 'hf-llm') {
@@ -340,6 +351,24 @@ export function keepCurrent(
   if (given.replicas !== undefined || (config.autoscale === undefined && config.pool === undefined))
     merged.replicas = given.replicas ?? current.replicas;
   return merged;
+}
+
+/**
+ * An endpoint without a policy yet needs both bounds to start autoscaling: said in the flags'
+ * words (the platform would name the policy's fields, minReplicas and maxReplicas).
+ */
+export function checkAutoscaleFlags(body: DeployBody): void {
+  const policy = body.config.autoscale;
+  if (policy === undefined) return;
+  const missing = [
+    policy.minReplicas === undefined ? '--min-replicas' : null,
+    policy.maxReplicas === undefined ? '--max-replicas' : null,
+  ].filter((flag) => flag !== null);
+  if (missing.length > 0)
+    throw usageError(
+      `${missing.join(' and ')} ${missing.length === 1 ? 'is' : 'are'} needed to start autoscaling this endpoint (it has no policy yet)`,
+      'give both bounds, e.g. --min-replicas 1 --max-replicas 5',
+    );
 }
 
 /**
@@ -386,7 +415,7 @@ export function deployBody(
   } else if (Object.keys(batching).length > 0) config.batching = batching;
   if (options.timeoutMs !== undefined) config.timeoutMs = options.timeoutMs;
   if (options.maxConcurrency !== undefined) config.maxConcurrency = options.maxConcurrency;
-  if (options.pool !== undefined) config.pool = options.pool;
+  if (typeof options.pool === 'string') config.pool = options.pool;
   if (Object.keys(llm).length > 0) config.llm = llm;
   const autoscale: AutoscaleSettings = {};
   if (options.minReplicas !== undefined) autoscale.minReplicas = options.minReplicas;

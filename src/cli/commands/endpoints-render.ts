@@ -12,10 +12,19 @@ export function endpointsTable(endpoints: readonly Endpoint[]): string {
       e.model,
       e.version,
       `${e.status.readyReplicas}/${e.replicas}`,
-      e.status.ready ? 'yes' : 'no',
+      readyText(e),
       e.url,
     ]),
   );
+}
+
+/**
+ * An autoscaled endpoint at zero replicas serves (its next request wakes it, held
+ * meanwhile): `zero`, not a `no` that reads as broken (Knative calls it Ready too).
+ */
+function readyText(e: Endpoint): string {
+  if (e.status.ready) return 'yes';
+  return e.replicas === 0 && e.config.autoscale?.minReplicas === 0 ? 'zero' : 'no';
 }
 
 /** The endpoint's fields, then its replicas (if any) as a table. */
@@ -36,7 +45,7 @@ export function endpointDetails(endpoint: Endpoint): string {
       : ['batching', batchingText(endpoint.config.batching)],
     ['max concurrency', maxConcurrencyText(status)],
     ['url', llm ? `${endpoint.url} (OpenAI API, model "${endpoint.name}")` : endpoint.url],
-    ['ready', status.ready ? 'yes' : 'no'],
+    ['ready', readyText(endpoint)],
     ['reason', status.reason],
     ['created', shortTime(endpoint.createdAt)],
     ['updated', shortTime(endpoint.updatedAt)],

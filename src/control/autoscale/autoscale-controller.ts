@@ -527,12 +527,11 @@ export class AutoscaleController {
       throw kilnError('KILN_AUTOSCALE_INVALID', { endpoint: name, reason: check.reason });
     const policy = check.policy;
     const endpoint = await rewriteEndpointConfig(this.options.store, name, (config) => {
-      // As at deploy (pool-deploy-check.ts): a pool's workers serve it, it has no replicas of
-      // its own to scale; the policy would only make the controller scale nothing.
+      // As a deploy refuses it (pool-deploy-check.ts): a pool's workers are its capacity.
       if (config.pool !== undefined) {
         throw kilnError('KILN_AUTOSCALE_INVALID', {
           endpoint: name,
-          reason: `it is served by the workers of pool ${config.pool}: an endpoint on a pool has no autoscaling`,
+          reason: `it is served by the workers of pool ${config.pool}, which has no autoscaling (size it with kiln pools create ${config.pool} --workers N, or move it off with kiln deploy --no-pool)`,
         });
       }
       return { ...config, autoscale: policy };

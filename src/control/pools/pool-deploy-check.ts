@@ -26,7 +26,9 @@ export async function checkPoolDeploy(
     throw kilnError('KILN_VALIDATION_FAILED', { reason });
   };
   if (pool.team !== deploy.team)
-    refuse(`pool ${name} belongs to team ${pool.team}, the endpoint to team ${deploy.team}`);
+    refuse(
+      `pool ${name} belongs to team ${pool.team}, the endpoint to team ${deploy.team}: use a pool of team ${deploy.team} (kiln pools create NAME … --team ${deploy.team})`,
+    );
   if (deploy.format === 'hf-llm')
     refuse(
       `an hf-llm model cannot run on a pool (its engine and KV cache need a worker of their own): deploy it without --pool`,

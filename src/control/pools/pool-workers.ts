@@ -87,7 +87,10 @@ export class PoolWorkers {
   private readonly acks = new Map<string, WorkerAck>();
   private readonly plans = new Map<string, PoolPlan>();
   private generation: number;
-  /** Models checked against the signature policy, by endpoint revision. */
+  /**
+   * Models checked against the signature policy, by endpoint and revision (two endpoints of
+   * one model and settings share a revision, but each is its own entry of an assignment).
+   */
   private readonly checked = new Map<string, { model: PoolModel; atMs: number }>();
   /**
    * Endpoints last seen on a pool, as they were: one moved off stays in its pool's assignment
@@ -324,7 +327,8 @@ export class PoolWorkers {
 
   private async checkedModel(endpoint: EndpointRecord, nowMs: number): Promise<PoolModel | null> {
     const revision = workerRevision(endpoint);
-    const known = this.checked.get(revision);
+    const key = `${endpoint.name} ${revision}`;
+    const known = this.checked.get(key);
     if (known !== undefined && nowMs - known.atMs < trustRecheckMs) return known.model;
     try {
       const { version } = await this.options.registry.trustedVersion(
@@ -351,11 +355,11 @@ export class PoolWorkers {
         config: serving.config,
         defaultTimeoutMs: serving.defaultTimeoutMs,
       };
-      this.checked.set(revision, { model, atMs: nowMs });
+      this.checked.set(key, { model, atMs: nowMs });
       this.refused.delete(endpoint.name);
       return model;
     } catch (error) {
-      this.checked.delete(revision);
+      this.checked.delete(key);
       this.refused.set(endpoint.name, (error as Error).message);
       return null;
     }
