@@ -69,8 +69,8 @@ export function placementText(view: PlacementAnswer): string {
       n.name,
       n.capacity,
       n.reclaimed ? 'reclaimed' : 'ready',
-      `${n.cpuFree}/${n.cpus}`,
-      `${n.memoryFreeGiB}/${n.memoryGiB} GiB`,
+      `${amount(n.cpuFree)}/${amount(n.cpus)}`,
+      `${amount(n.memoryFreeGiB)}/${amount(n.memoryGiB)} GiB`,
       n.replicas.map((r) => r.id).join(', ') || '-',
     ]),
   );
@@ -92,9 +92,12 @@ export function placementText(view: PlacementAnswer): string {
           d.index,
           d.type,
           d.sharing === 'mig' ? `mig ${(d.mig ?? []).map((m) => m.profile).join('+')}` : d.sharing,
-          `${d.freeGiB}/${d.memoryGiB} GiB`,
+          `${amount(d.freeGiB)}/${amount(d.memoryGiB)} GiB`,
           d.holders
-            .map((h) => `${h.replica} (${h.mig ?? (h.whole ? 'whole' : `${h.memoryGiB} GiB`)})`)
+            .map(
+              (h) =>
+                `${h.replica} (${h.mig ?? (h.whole ? 'whole' : `${amount(h.memoryGiB)} GiB`)})`,
+            )
             .join(', ') || '-',
         ]),
       );
@@ -108,4 +111,12 @@ export function placementText(view: PlacementAnswer): string {
       );
   }
   return text;
+}
+
+/**
+ * A size or count for the table: at most two decimals, no trailing zeros (a machine's memory is
+ * 23.540584564208984 GiB as the OS reports it; free and total must read alike).
+ */
+function amount(value: number): string {
+  return String(Math.round(value * 100) / 100);
 }
