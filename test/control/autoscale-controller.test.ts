@@ -17,25 +17,9 @@ import {
 import type { WorkerLoadSource } from '../../src/control/autoscale/worker-load-source.ts';
 import { HistogramSketch } from '../../src/traffic/histogram-sketch.ts';
 import type { LoadReport } from '../../src/protocol/scaling/load-report.ts';
-import type { NewVersion } from '../../src/store/store.ts';
 import type { EndpointRecord } from '../../src/store/serving-records.ts';
 import { FakeClock, tempDir } from '../helpers/temp-dir.ts';
-
-function newVersion(): NewVersion {
-  return {
-    format: 'xgboost',
-    files: [{ path: 'model.json', size: 3, sha256: 'a'.repeat(64) }],
-    sizeBytes: 3,
-    manifestDigest: 'f'.repeat(64),
-    schema: null,
-    metadata: {},
-    lineage: {},
-    tags: {},
-    formatInfo: {},
-    external: null,
-    signature: null,
-  };
-}
+import { placeholderVersion } from '../helpers/stored-version.ts';
 
 function policyOf(input: Record<string, unknown>): AutoscalePolicy {
   const check = resolveAutoscalePolicy(input);
@@ -64,7 +48,7 @@ async function setup(
   const clock = new FakeClock();
   const store = SqliteStore.open(join(dir, 'kiln.db'), { clock });
   await store.createModel({ name: 'iris', team: 'default', description: '' });
-  await store.createVersion('iris', newVersion());
+  await store.createVersion('iris', placeholderVersion());
   await store.putEndpoint({
     name: 'iris',
     team: 'default',
@@ -318,7 +302,7 @@ test('a policy is refused on an endpoint served by a pool, as at deploy', async 
   const clock = new FakeClock();
   const store = SqliteStore.open(join(dir, 'kiln.db'), { clock });
   await store.createModel({ name: 'iris', team: 'default', description: '' });
-  await store.createVersion('iris', newVersion());
+  await store.createVersion('iris', placeholderVersion());
   await store.putPool({ name: 'small', team: 'default', workers: 2, memoryBudgetBytes: 1 << 20 });
   await store.putEndpoint({
     name: 'iris',

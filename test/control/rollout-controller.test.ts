@@ -23,29 +23,13 @@ import {
   type WindowCounts,
 } from '../../src/protocol/traffic/traffic-report.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
-import type { NewVersion } from '../../src/store/store.ts';
 import type { GoldenSet, RolloutRecord, TrafficEvent } from '../../src/store/traffic-records.ts';
 import { HistogramSketch } from '../../src/traffic/histogram-sketch.ts';
 import { FakeClock, tempDir } from '../helpers/temp-dir.ts';
+import { placeholderVersion } from '../helpers/stored-version.ts';
 
 const graceMs = 600_000;
 const intervalMs = 60_000;
-
-function newVersion(): NewVersion {
-  return {
-    format: 'xgboost',
-    files: [{ path: 'model.json', size: 3, sha256: 'a'.repeat(64) }],
-    sizeBytes: 3,
-    manifestDigest: 'f'.repeat(64),
-    schema: null,
-    metadata: {},
-    lineage: {},
-    tags: {},
-    formatInfo: {},
-    external: null,
-    signature: null,
-  };
-}
 
 /** Replicas as the reconciler would report them; tests flip them ready. */
 class FakeReplicas implements ReplicaSource {
@@ -84,7 +68,7 @@ async function harness(options: { readyTimeoutMs?: number } = {}): Promise<Harne
   const reconciler = { trigger: () => Promise.resolve() } as unknown as Reconciler;
   const traffic = new TrafficService(registry, reconciler, clock, { warmGraceMs: graceMs });
   await store.createModel({ name: 'fraud', team: 'default', description: '' });
-  for (let i = 0; i < 3; i++) await store.createVersion('fraud', newVersion());
+  for (let i = 0; i < 3; i++) await store.createVersion('fraud', placeholderVersion());
   await store.putEndpoint({
     name: 'fraud',
     team: 'default',

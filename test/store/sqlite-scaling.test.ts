@@ -8,25 +8,9 @@ import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { sqliteMigrations } from '../../src/store/sqlite/migrations.ts';
 import { KilnError } from '../../src/core/errors.ts';
 import { HistogramSketch } from '../../src/traffic/histogram-sketch.ts';
-import type { NewVersion } from '../../src/store/store.ts';
 import type { DemandRow } from '../../src/store/scaling-records.ts';
 import { FakeClock, tempDir } from '../helpers/temp-dir.ts';
-
-function newVersion(): NewVersion {
-  return {
-    format: 'xgboost',
-    files: [{ path: 'model.json', size: 3, sha256: 'a'.repeat(64) }],
-    sizeBytes: 3,
-    manifestDigest: 'f'.repeat(64),
-    schema: null,
-    metadata: {},
-    lineage: {},
-    tags: {},
-    formatInfo: {},
-    external: null,
-    signature: null,
-  };
-}
+import { placeholderVersion } from '../helpers/stored-version.ts';
 
 /** A store with model iris v1 and endpoints `iris` and `other` serving it. */
 async function openStore(): Promise<{ store: SqliteStore; path: string; clock: FakeClock }> {
@@ -35,7 +19,7 @@ async function openStore(): Promise<{ store: SqliteStore; path: string; clock: F
   const path = join(dir, 'kiln.db');
   const store = SqliteStore.open(path, { clock });
   await store.createModel({ name: 'iris', team: 'default', description: '' });
-  await store.createVersion('iris', newVersion());
+  await store.createVersion('iris', placeholderVersion());
   for (const name of ['iris', 'other']) {
     await store.putEndpoint({
       name,
@@ -348,7 +332,7 @@ test('migration 6 upgrades a database made at version 5 and keeps its endpoints'
   const path = join(dir, 'kiln.db');
   const old = SqliteStore.open(path, { migrations: sqliteMigrations.slice(0, 5) });
   await old.createModel({ name: 'iris', team: 'default', description: '' });
-  await old.createVersion('iris', newVersion());
+  await old.createVersion('iris', placeholderVersion());
   await old.putEndpoint({
     name: 'iris',
     team: 'default',

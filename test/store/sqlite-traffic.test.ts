@@ -12,31 +12,15 @@ import Database from 'better-sqlite3';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { sqliteMigrations } from '../../src/store/sqlite/migrations.ts';
 import { KilnError } from '../../src/core/errors.ts';
-import type { NewVersion } from '../../src/store/store.ts';
 import type {
   NewRollout,
   NewTrafficEvent,
   TrafficPolicy,
 } from '../../src/store/traffic-records.ts';
 import { FakeClock, tempDir } from '../helpers/temp-dir.ts';
+import { placeholderVersion } from '../helpers/stored-version.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
-
-function newVersion(): NewVersion {
-  return {
-    format: 'xgboost',
-    files: [{ path: 'model.json', size: 3, sha256: 'a'.repeat(64) }],
-    sizeBytes: 3,
-    manifestDigest: 'f'.repeat(64),
-    schema: null,
-    metadata: {},
-    lineage: {},
-    tags: {},
-    formatInfo: {},
-    external: null,
-    signature: null,
-  };
-}
 
 /** A store with model iris v1..v3 and endpoint `iris` serving v1. */
 async function openStore(): Promise<{ store: SqliteStore; path: string; clock: FakeClock }> {
@@ -45,7 +29,7 @@ async function openStore(): Promise<{ store: SqliteStore; path: string; clock: F
   const path = join(dir, 'kiln.db');
   const store = SqliteStore.open(path, { clock });
   await store.createModel({ name: 'iris', team: 'default', description: '' });
-  for (let i = 0; i < 3; i++) await store.createVersion('iris', newVersion());
+  for (let i = 0; i < 3; i++) await store.createVersion('iris', placeholderVersion());
   await store.putEndpoint({
     name: 'iris',
     team: 'default',
@@ -968,7 +952,7 @@ test('a database from before traffic management is migrated in place and keeps i
   const path = join(dir, 'kiln.db');
   const old = SqliteStore.open(path, { migrations: sqliteMigrations.slice(0, 4) });
   await old.createModel({ name: 'iris', team: 'default', description: '' });
-  await old.createVersion('iris', newVersion());
+  await old.createVersion('iris', placeholderVersion());
   await old.putEndpoint({
     name: 'iris',
     team: 'default',
