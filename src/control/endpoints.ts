@@ -25,6 +25,8 @@ import {
 import { checkDeployPlacement } from './placement/deploy-placement-check.ts';
 import { resolveLlmServingConfig } from '../llm/serving/llm-serving-config.ts';
 import type { AutoscalePolicy } from '../autoscale/autoscale-policy.ts';
+import type { ObservabilityConfig } from '../store/observability-config.ts';
+import { resolveObservabilityConfig } from '../observability/observability-input.ts';
 import { resolveEndpointPolicy } from './autoscale/scaled-endpoint.ts';
 import {
   completeEndpointConfig,
@@ -147,7 +149,11 @@ export class EndpointService {
     checkName('team', team);
     const autoscale = deployAutoscale(name, request);
     const replicas = request.replicas ?? (autoscale === null ? 1 : autoscale.startReplicas);
-    const config = completeEndpointConfig(request.config ?? {}, autoscale?.policy);
+    const config = completeEndpointConfig(
+      request.config ?? {},
+      autoscale?.policy,
+      deployObservability(name, request.config?.observability),
+    );
     checkDeployPlacement(name, config, version.sizeBytes, this.reconciler.placer);
     await checkPoolDeploy(this.registry.store, {
       config,
@@ -479,6 +485,15 @@ function unplaced(replica: ReplicaStatus): boolean {
  * min/max; else max(1, minReplicas) (an endpoint allowed to go to zero starts with one and
  * goes there when idle). null: no policy.
  */
+/** The endpoint's checked observability settings (issue 15); undefined: none asked. */
+export function deployObservability(name: string, input: unknown): ObservabilityConfig | undefined {
+  if (input === undefined) return undefined;
+  const check = resolveObservabilityConfig(input);
+  if (!check.ok)
+    throw kilnError('KILN_OBSERVABILITY_INVALID', { endpoint: name, reason: check.reason });
+  return check.value;
+}
+
 export function deployAutoscale(
   name: string,
   request: Pick<DeployRequest, 'config' | 'replicas'>,

@@ -21,6 +21,7 @@ import {
 import type { ModelFormat } from '../registry/formats/artifact-file.ts';
 import type { RuntimeConfig } from '../runtimes/runtime.ts';
 import type { BatchingConfig, EndpointConfig } from '../store/serving-records.ts';
+import type { ObservabilityConfig } from '../store/observability-config.ts';
 import type { AutoscalePolicy } from '../autoscale/autoscale-policy.ts';
 
 // No added delay by default (as Triton's dynamic batcher): a batch runs as soon as the model
@@ -90,10 +91,15 @@ export function llmReplicaBound(llm: ResolvedLlmServingConfig): number {
 }
 
 /** The config a deploy may send: batching fields may be partial (the rest are defaulted). */
-export type EndpointConfigInput = Omit<EndpointConfig, 'batching' | 'autoscale'> & {
+export type EndpointConfigInput = Omit<
+  EndpointConfig,
+  'batching' | 'autoscale' | 'observability'
+> & {
   readonly batching?: Partial<BatchingConfig> | null;
   /** As a user wrote it: checked and completed by resolveAutoscalePolicy at deploy. */
   readonly autoscale?: unknown;
+  /** As a user wrote it: checked and completed by resolveObservabilityConfig at deploy. */
+  readonly observability?: unknown;
 };
 
 /**
@@ -104,9 +110,19 @@ export type EndpointConfigInput = Omit<EndpointConfig, 'batching' | 'autoscale'>
 export function completeEndpointConfig(
   input: EndpointConfigInput,
   autoscale?: AutoscalePolicy,
+  observability?: ObservabilityConfig,
 ): EndpointConfig {
-  const { batching, autoscale: _unchecked, ...fields } = input;
-  const rest: EndpointConfig = autoscale === undefined ? fields : { ...fields, autoscale };
+  const {
+    batching,
+    autoscale: _unchecked,
+    observability: _uncheckedObservability,
+    ...fields
+  } = input;
+  const rest: EndpointConfig = {
+    ...fields,
+    ...(autoscale === undefined ? {} : { autoscale }),
+    ...(observability === undefined ? {} : { observability }),
+  };
   if (batching === undefined) return rest;
   if (batching === null) return { ...rest, batching: null };
   const maxBatchSize = batching.maxBatchSize ?? onnxDefaultBatching.maxBatchSize;
@@ -143,6 +159,7 @@ export function workerRevision(endpoint: {
     maxConcurrency: _gatewayOnly,
     autoscale: _autoscale,
     resources: _resources,
+    observability: _observability,
     ...workerConfig
   } = endpoint.config;
   return `${endpoint.model}@${endpoint.version}#${canonicalJson(workerConfig)}`;

@@ -388,6 +388,40 @@ export const errorRegistry = {
     template: 'invalid simulation: {reason}',
     hint: 'see docs/simulator.md for the model and policy file formats',
   },
+  // --- observability (issue 15: tracing, drift, outcomes, prediction log, cost, SLOs) ---
+  KILN_OBSERVABILITY_INVALID: {
+    status: 400,
+    retryable: false,
+    template: 'invalid observability settings for endpoint {endpoint}: {reason}',
+    hint: 'see docs/observability.md for every field and its range',
+  },
+  KILN_PROFILE_INVALID: {
+    status: 400,
+    retryable: false,
+    template: 'invalid reference profile {source}: {reason}',
+    hint: 'a profile is what `kiln models profile` writes (docs/drift.md)',
+  },
+  KILN_PROFILE_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    template: 'model {model} version {version} has no reference profile',
+    hint: 'register one with `kiln models register --profile FILE` or `kiln models profile`',
+  },
+  KILN_OUTCOME_INVALID: {
+    status: 400,
+    retryable: false,
+    template: 'invalid outcomes for endpoint {endpoint}: {reason}',
+  },
+  KILN_PRICES_INVALID: {
+    status: 400,
+    retryable: false,
+    template: 'invalid price table {source}: {reason}',
+  },
+  KILN_SLO_INVALID: {
+    status: 400,
+    retryable: false,
+    template: 'invalid SLO for endpoint {endpoint}: {reason}',
+  },
   // --- traffic management (policies, rollouts, experiments, golden sets) ---
   KILN_TRAFFIC_POLICY_INVALID: {
     status: 400,

@@ -5,6 +5,7 @@ import type { LlmServingConfig } from '../llm/serving/llm-serving-config.ts';
 import type { RuntimeConfig } from '../runtimes/runtime.ts';
 import type { AutoscalePolicy } from '../autoscale/autoscale-policy.ts';
 import type { ResourceRequest } from '../placement/inventory.ts';
+import type { ObservabilityConfig } from './observability-config.ts';
 
 /** Dynamic batching in the worker (Triton's dynamic batcher, in shape). */
 export interface BatchingConfig {
@@ -41,6 +42,11 @@ export interface EndpointConfig extends RuntimeConfig {
    * a pool worker loads the model on its first request and evicts it when least recently used.
    */
   readonly pool?: string;
+  /**
+   * Tracing, drift, prediction log, outcomes and SLOs (issue 15, observability-config.ts;
+   * not part of the worker revision). Absent: all off.
+   */
+  readonly observability?: ObservabilityConfig;
 }
 
 export interface EndpointRecord {

@@ -291,4 +291,14 @@ export interface Store {
   listPools(): Promise<readonly PoolRecord[]>;
   /** Refused while an endpoint is deployed on it (KILN_POOL_IN_USE). */
   deletePool(name: string): Promise<PoolRecord | null>;
+
+  // --- issue 15 B: reference profiles (profile-records.ts) ---------------------------------------------
+
+  // --- issue 15 C: drift windows (drift-records.ts) ---------------------------------------------
+
+  // --- issue 15 D: predictions and outcomes (quality-records.ts) ---------------------------------------------
+
+  // --- issue 15 E: cost and usage (cost-records.ts) ---------------------------------------------
+
+  // --- issue 15 F: SLO alerts (slo-records.ts) ---------------------------------------------
 }

@@ -54,6 +54,11 @@ test('opens in WAL mode with foreign keys and records applied migrations; reopen
     { version: 4, name: 'control-tokens-and-audit' },
     { version: 5, name: 'traffic-management' },
     { version: 6, name: 'autoscaling-and-pools' },
+    { version: 7, name: 'reference-profiles' },
+    { version: 8, name: 'drift-windows' },
+    { version: 9, name: 'predictions-and-outcomes' },
+    { version: 10, name: 'cost-usage' },
+    { version: 11, name: 'slo-alerts' },
   ]);
   db.close();
 });

@@ -61,6 +61,8 @@ const deployBody = {
         autoscale: { type: 'object', maxProperties: 64 },
         // Placement (issue 14): checked whole by the deploy (resource-request.ts), naming the field.
         resources: { type: 'object' },
+        // Issue 15: checked whole at deploy by resolveObservabilityConfig, naming the field.
+        observability: { type: 'object', maxProperties: 16 },
         // hf-llm only. Types here; ranges, the format and the model's own limits are checked
         // by the deploy (llm-deploy-check.ts), with messages that say what would work.
         llm: {

@@ -317,4 +317,34 @@ export const sqliteMigrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 7,
+    name: 'reference-profiles',
+    // Issue 15, B: reference profiles of versions. Reserved: filled by its area before it ships.
+    sql: `SELECT 1;`,
+  },
+  {
+    version: 8,
+    name: 'drift-windows',
+    // Issue 15, C: merged drift sketches per endpoint, version, window and slice. Reserved: filled by its area before it ships.
+    sql: `SELECT 1;`,
+  },
+  {
+    version: 9,
+    name: 'predictions-and-outcomes',
+    // Issue 15, D: predictions awaiting outcomes, joined outcomes. Reserved: filled by its area before it ships.
+    sql: `SELECT 1;`,
+  },
+  {
+    version: 10,
+    name: 'cost-usage',
+    // Issue 15, E: usage (replica-seconds by instance type, requests, tokens). Reserved: filled by its area before it ships.
+    sql: `SELECT 1;`,
+  },
+  {
+    version: 11,
+    name: 'slo-alerts',
+    // Issue 15, F: SLO alert state and webhook deliveries. Reserved: filled by its area before it ships.
+    sql: `SELECT 1;`,
+  },
 ];

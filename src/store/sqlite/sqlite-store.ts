@@ -792,4 +792,14 @@ export class SqliteStore implements Store {
   deletePool(name: string): Promise<PoolRecord | null> {
     return this.run(() => this.scaling.deletePool(name));
   }
+
+  // ---------------------------------------------------------------- issue 15 B: reference profiles
+
+  // ---------------------------------------------------------------- issue 15 C: drift windows
+
+  // ---------------------------------------------------------------- issue 15 D: predictions and outcomes
+
+  // ---------------------------------------------------------------- issue 15 E: cost and usage
+
+  // ---------------------------------------------------------------- issue 15 F: SLO alerts
 }
