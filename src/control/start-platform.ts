@@ -17,6 +17,9 @@ import { SqliteStore } from '../store/sqlite/sqlite-store.ts';
 import { ArtifactStore } from '../registry/artifact-store.ts';
 import { Registry } from '../registry/registry.ts';
 import { buildApiServer } from './api/api-server.ts';
+import { Registry as MetricsRegistry } from 'prom-client';
+import { AutoscaleMetrics } from './autoscale/autoscale-metrics.ts';
+import type { ObservabilityServices } from './observability/observability-services.ts';
 import { ensurePlatformTokens } from './control-tokens.ts';
 import { LocalBackend } from './backends/local/local-backend.ts';
 import { registerDemoModels, deployDemoEndpoints } from './demo-models.ts';
@@ -80,6 +83,8 @@ export interface RunningPlatform {
   readonly rollouts: RolloutController;
   /** Autoscaling and scale-to-zero (issue 14). */
   readonly autoscale: AutoscaleController;
+  /** Issue 15: the control plane's metrics registry and observability parts. */
+  readonly observability: ObservabilityServices;
   /** Names of the demo models registered at this start (empty unless `demo`). */
   readonly demoModels: readonly string[];
   /** The standby workers waiting for a replica start (pid, warm yet): benchmarks, tests. */
@@ -156,7 +161,15 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
         .replicaStatus(endpoint)
         .flatMap((r) => (r.state === 'ready' && r.url !== null ? [{ id: r.id, url: r.url }] : [])),
   });
-  const autoscale = new AutoscaleController({ store, clock, replicas: reconciler, workerLoad });
+  // The control plane's Prometheus registry (GET /metrics): autoscaling and issue 15's parts.
+  const observability: ObservabilityServices = { metrics: new MetricsRegistry() };
+  const autoscale = new AutoscaleController({
+    store,
+    clock,
+    replicas: reconciler,
+    workerLoad,
+    metrics: new AutoscaleMetrics(observability.metrics),
+  });
   reconciler.onReplicaReady((endpoint, startMs) => autoscale.replicaReady(endpoint, startMs));
   let demoModels: string[] = [];
   let app: FastifyInstance | undefined;
@@ -203,6 +216,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
               gatewayUrl: () => gatewayUrl,
             },
           }),
+      observability,
     });
     await app.listen({ host: options.host, port: options.port });
     const address = app.server.address();
@@ -244,6 +258,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       traffic,
       rollouts,
       autoscale,
+      observability,
       demoModels,
       standbyWorkers: () => backend.standbyWorkers(),
       close: closeAll,

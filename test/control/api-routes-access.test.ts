@@ -7,6 +7,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { buildApiServer } from '../../src/control/api/api-server.ts';
+import { Registry as MetricsRegistry } from 'prom-client';
 import { LocalBackend } from '../../src/control/backends/local/local-backend.ts';
 import { issueToken } from '../../src/control/control-tokens.ts';
 import { EndpointService } from '../../src/control/endpoints.ts';
@@ -163,6 +164,7 @@ test('every route declares its need, and each role gets exactly what the need al
         clock,
       }),
     },
+    observability: { metrics: new MetricsRegistry() },
   });
   after(async () => {
     await app.close();

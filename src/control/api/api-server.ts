@@ -12,6 +12,8 @@ import { registerGoldenRoutes } from './routes-golden.ts';
 import { registerModelRoutes } from './routes-models.ts';
 import { registerRolloutRoutes } from './routes-rollouts.ts';
 import { registerSystemRoutes } from './routes-system.ts';
+import { registerObservabilityRoutes } from './routes-observability.ts';
+import type { ObservabilityServices } from '../observability/observability-services.ts';
 import { registerPoolRoutes } from './routes-pools.ts';
 import { registerServingRoutes } from './routes-serving.ts';
 import { registerTrafficRoutes } from './routes-traffic.ts';
@@ -43,6 +45,8 @@ export interface ApiServerOptions {
     /** Autoscaling (issue 14): its routes are served when given. */
     readonly autoscale?: AutoscaleController;
   };
+  /** Issue 15: `GET /metrics` and the observability parts' routes. */
+  readonly observability?: ObservabilityServices;
 }
 
 export async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstance> {
@@ -84,6 +88,8 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     home: options.home,
     gatewayUrl: options.serving?.gatewayUrl ?? (() => ''),
   });
+  const observability = options.observability;
+  if (observability !== undefined) registerObservabilityRoutes(app, observability);
   if (options.serving !== undefined) {
     const { endpoints, reconciler } = options.serving;
     registerServingRoutes(app, options.registry.store, endpoints, reconciler);

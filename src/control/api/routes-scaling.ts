@@ -14,7 +14,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { kilnError } from '../../core/errors.ts';
 import type { Store } from '../../store/store.ts';
-import { readAccess, routingAccess, teamAccess } from '../access-policy.ts';
+import { routingAccess, teamAccess } from '../access-policy.ts';
 import type { AutoscaleController } from '../autoscale/autoscale-controller.ts';
 import { checkLoadReport } from '../autoscale/load-report-check.ts';
 
@@ -132,9 +132,4 @@ export function registerScalingRoutes(
       };
     },
   );
-
-  app.get('/metrics', { config: { access: readAccess } }, async (_request, reply) => {
-    const text = await autoscale.metrics.text();
-    return reply.type(autoscale.metrics.contentType).send(text);
-  });
 }

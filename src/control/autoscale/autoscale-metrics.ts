@@ -11,15 +11,18 @@ import type { ScaleEventKind } from '../../store/scaling-records.ts';
 const coldStartBuckets = [0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600];
 
 export class AutoscaleMetrics {
-  readonly registry = new Registry();
-  readonly contentType = this.registry.contentType;
+  readonly registry: Registry;
+  readonly contentType: string;
   private readonly desired: Gauge<'endpoint'>;
   private readonly ready: Gauge<'endpoint'>;
   private readonly panic: Gauge<'endpoint'>;
   private readonly events: Counter<'endpoint' | 'kind'>;
   private readonly coldStarts: Histogram<'endpoint'>;
 
-  constructor() {
+  /** `registry`: the control plane's (GET /metrics); default a registry of its own. */
+  constructor(registry: Registry = new Registry()) {
+    this.registry = registry;
+    this.contentType = registry.contentType;
     const registers = [this.registry];
     this.desired = new Gauge({
       name: 'kiln_autoscale_desired_replicas',
