@@ -338,8 +338,38 @@ export const sqliteMigrations: readonly Migration[] = [
   {
     version: 10,
     name: 'cost-usage',
-    // Issue 15, E: usage (replica-seconds by instance type, requests, tokens). Reserved: filled by its area before it ships.
-    sql: `SELECT 1;`,
+    // Issue 15, E: usage cost reports charge (src/store/cost-records.ts). Requests are read
+    // from demand_history; prices are applied when a report is built, never stored.
+    sql: `
+      -- replica time per endpoint, team, hour (hour_ms: epoch ms, a multiple of 3 600 000)
+      -- and instance shape (accelerator_type '' for none); samples of one key add up.
+      CREATE TABLE cost_usage (
+        endpoint          TEXT NOT NULL,
+        team              TEXT NOT NULL,
+        hour_ms           INTEGER NOT NULL,
+        cpu               REAL NOT NULL CHECK (cpu >= 0),
+        memory_gib        REAL NOT NULL CHECK (memory_gib >= 0),
+        accelerator_type  TEXT NOT NULL,
+        accelerators      REAL NOT NULL CHECK (accelerators >= 0),
+        capacity          TEXT NOT NULL CHECK (capacity IN ('spot', 'on-demand')),
+        replica_seconds   REAL NOT NULL CHECK (replica_seconds >= 0),
+        observed_seconds  REAL NOT NULL CHECK (observed_seconds >= 0),
+        cpu_busy_seconds  REAL NOT NULL CHECK (cpu_busy_seconds >= 0),
+        PRIMARY KEY (endpoint, team, hour_ms, cpu, memory_gib, accelerator_type, accelerators, capacity)
+      );
+      CREATE INDEX cost_usage_hour ON cost_usage(hour_ms);
+
+      -- LLM tokens answered per endpoint, team and hour (gateway reports)
+      CREATE TABLE cost_tokens (
+        endpoint          TEXT NOT NULL,
+        team              TEXT NOT NULL,
+        hour_ms           INTEGER NOT NULL,
+        prompt_tokens     INTEGER NOT NULL CHECK (prompt_tokens >= 0),
+        completion_tokens INTEGER NOT NULL CHECK (completion_tokens >= 0),
+        PRIMARY KEY (endpoint, team, hour_ms)
+      );
+      CREATE INDEX cost_tokens_hour ON cost_tokens(hour_ms);
+    `,
   },
   {
     version: 11,
