@@ -195,7 +195,7 @@ export function buildCostReport(input: CostReportInput): CostReport {
   const teamOf = (endpoint: string): string =>
     perEndpoint.get(endpoint)?.team ?? input.endpoints.get(endpoint)?.team ?? '(deleted)';
   for (const row of input.tokens) {
-    const sums = sumsOf(row.endpoint, teamOf(row.endpoint));
+    const sums = sumsOf(row.endpoint, perEndpoint.get(row.endpoint)?.team ?? row.team);
     sums.promptTokens += row.promptTokens;
     sums.completionTokens += row.completionTokens;
   }

@@ -98,6 +98,10 @@ export function rightSizingHints(
       });
     }
   }
+  // Micro-dollars: estimates, and equal savings sort by name, not by float noise.
+  for (const [i, hint] of hints.entries())
+    if (hint.savingsUsd !== null)
+      hints[i] = { ...hint, savingsUsd: Math.round(hint.savingsUsd * 1e6) / 1e6 };
   return hints.sort(
     (a, b) => (b.savingsUsd ?? 0) - (a.savingsUsd ?? 0) || (a.endpoint < b.endpoint ? -1 : 1),
   );
