@@ -121,3 +121,55 @@ test('a price table that is wrong refuses the start, naming the file and the ent
     /invalid price table .*my-prices\.json: accelerators\.L4\.onDemand must be a price in USD per hour >= 0/,
   );
 });
+
+test('LLM tokens ride on the gateways’ load reports into the cost report; malformed counts are 400s', async () => {
+  const platform = await testPlatform({ dev: true });
+  const now = Date.now();
+  const report = (endpoints: unknown[]) => ({
+    gateway: 'test',
+    windowStart: new Date(now - 1000).toISOString(),
+    windowEnd: new Date(now).toISOString(),
+    endpoints,
+  });
+  const load = {
+    endpoint: 'chat',
+    arrivals: 2,
+    completed: 2,
+    concurrencyMean: 0.5,
+    concurrencyMax: 1,
+    held: 0,
+    latencyMs: { relativeAccuracy: 0.01, zeroCount: 0, positive: [], negative: [] },
+  };
+  for (const tokens of [
+    { promptTokens: 100, completionTokens: 20 },
+    { promptTokens: 50, completionTokens: 30 },
+  ]) {
+    const posted = await call(
+      platform.url,
+      'POST',
+      '/api/v1/scaling/reports',
+      report([{ ...load, ...tokens }]),
+    );
+    assert.equal(posted.status, 202, JSON.stringify(posted.body));
+  }
+  const bad = await call(
+    platform.url,
+    'POST',
+    '/api/v1/scaling/reports',
+    report([{ ...load, promptTokens: -1, completionTokens: 0 }]),
+  );
+  assert.equal(bad.status, 400);
+  assert.match(JSON.stringify(bad.body), /promptTokens/);
+  await platform.observability.cost!.sampleOnce(); // stores what the reports carried
+  const cost = await call(platform.url, 'GET', '/api/v1/cost?by=endpoint&since=1h');
+  const chat = (
+    cost.body as {
+      rows: Array<{ key: string; team: string; promptTokens: number; completionTokens: number }>;
+    }
+  ).rows.find((r) => r.key === 'chat');
+  assert.deepEqual(chat && [chat.team, chat.promptTokens, chat.completionTokens], [
+    '(deleted)',
+    150,
+    50,
+  ]);
+});
