@@ -118,18 +118,22 @@ export class CostService {
     });
   }
 
+  /** Samples now (the clock starts) and every sampleIntervalMs until close(). */
   start(): void {
     if (this.timer !== null || this.closed) return;
-    this.timer = setInterval(() => {
-      if (this.sampling !== null) return; // a slow store: never two samples at once
-      this.sampling = this.sampleOnce()
-        .then(() => undefined)
-        .catch((error: unknown) => this.options.log?.(`cost: sampling replicas: ${String(error)}`))
-        .finally(() => {
-          this.sampling = null;
-        });
-    }, this.sampleIntervalMs);
+    this.timer = setInterval(() => this.tick(), this.sampleIntervalMs);
     this.timer.unref();
+    this.tick();
+  }
+
+  private tick(): void {
+    if (this.sampling !== null) return; // a slow store: never two samples at once
+    this.sampling = this.sampleOnce()
+      .then(() => undefined)
+      .catch((error: unknown) => this.options.log?.(`cost: sampling replicas: ${String(error)}`))
+      .finally(() => {
+        this.sampling = null;
+      });
   }
 
   async close(): Promise<void> {
