@@ -13,6 +13,7 @@ import { defaultPriceTable } from '../../src/observability/cost/price-table.ts';
 import { costCsvColumns } from '../../src/observability/cost/cost-report-csv.ts';
 import type { UsageRow } from '../../src/store/cost-records.ts';
 import { Cli } from './cli-harness.ts';
+import { costReportText } from '../../src/cli/commands/cost.ts';
 
 test('cost report by team and endpoint, as text, JSON and CSV; bad queries are 400s naming the field', async () => {
   const platform = await testPlatform({ dev: false });
@@ -172,4 +173,49 @@ test('LLM tokens ride on the gateways’ load reports into the cost report; malf
     150,
     50,
   ]);
+});
+
+test('the text report lists unpriced device types and the hints with their savings', () => {
+  const row = {
+    key: 'vision',
+    team: 'ml',
+    costUsd: 12.5,
+    replicaHours: 24,
+    cpuHours: 24,
+    memoryGiBHours: 48,
+    acceleratorHours: 24,
+    spotShare: 0.5,
+    requests: 1000,
+    promptTokens: 0,
+    completionTokens: 0,
+    usdPer1kRequests: 12.5,
+    usdPer1mTokens: null,
+    cpuUtilization: 0.1,
+  };
+  const text = costReportText({
+    by: 'endpoint',
+    since: '2026-01-01T00:00:00.000Z',
+    until: '2026-01-02T00:00:00.000Z',
+    currency: 'USD',
+    rows: [row],
+    total: { ...row, key: 'total', team: '' },
+    unpricedAcceleratorTypes: ['TPU-v5'],
+    hints: [
+      {
+        endpoint: 'vision',
+        team: 'ml',
+        kind: 'smaller-instance',
+        message: 'CPU utilization 10 % of 1 core(s): ask for 0.25 (resources.cpu)',
+        savingsUsd: 0.72,
+      },
+    ],
+    prices: { source: '/home/prices.json', table: defaultPriceTable },
+  });
+  assert.match(text, /^cost by endpoint, .* \(USD; prices: \/home\/prices\.json\)\n/);
+  assert.match(text, /\nvision +ml +12\.50 +24\.00 +24\.00 +24\.00 +50% +1000 +0 +12\.50 +10%\n/);
+  assert.match(text, /\nnot in the price table \(charged 0\): TPU-v5\n/);
+  assert.match(
+    text,
+    /\nRight-sizing hints\nENDPOINT +HINT +SAVES +WHY\nvision +smaller-instance +0\.7200 +CPU utilization 10 %/,
+  );
 });
