@@ -24,6 +24,8 @@ import type { EndpointLoad, LoadReport } from '../protocol/scaling/load-report.t
 export class EndpointLoadCounter {
   private arrivals = 0;
   private completed = 0;
+  /** Of `completed`, answered 5xx (the SLOs' availability). */
+  private serverErrors = 0;
   /** Requests arrived and not yet answered (held ones included). */
   private inFlight = 0;
   /** ∫ inFlight dt over the window so far, in request·ms, up to `changedAtMs`. */
@@ -54,6 +56,7 @@ export class EndpointLoadCounter {
     this.completed += 1;
     if (this.inFlight > 0) this.inFlight -= 1;
     if (status === 200) this.latencyMs.add(latencyMs);
+    else if (status >= 500) this.serverErrors += 1;
   }
 
   /**
@@ -81,9 +84,11 @@ export class EndpointLoadCounter {
           concurrencyMax: Math.max(this.maxInFlight, this.inFlight),
           held,
           latencyMs: this.latencyMs.snapshot(),
+          serverErrors: this.serverErrors,
         };
     this.arrivals = 0;
     this.completed = 0;
+    this.serverErrors = 0;
     this.areaMs = 0;
     this.maxInFlight = this.inFlight;
     if (this.latencyMs.count > 0) this.latencyMs = new HistogramSketch(reportSketchAccuracy);

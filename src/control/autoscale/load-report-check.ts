@@ -98,6 +98,7 @@ const endpointKeys = [
   'concurrencyMax',
   'held',
   'latencyMs',
+  'serverErrors',
 ];
 
 function endpointLoadOf(value: unknown, path: string): EndpointLoad {
@@ -105,15 +106,21 @@ function endpointLoadOf(value: unknown, path: string): EndpointLoad {
   onlyKeys(record, endpointKeys, path);
   const sketch = HistogramSketch.fromSnapshot(sketchAt(record.latencyMs, `${path}/latencyMs`));
   if (!sketch.ok) bad(`${path}/latencyMs: ${sketch.message}`);
+  const completed = countAt(record, 'completed', path);
+  // Optional (issue 15): gateways before it send none.
+  const serverErrors =
+    record.serverErrors === undefined ? 0 : countAt(record, 'serverErrors', path);
+  if (serverErrors > completed) bad(`${path}/serverErrors must be at most completed`);
   return {
     endpoint: stringAt(record, 'endpoint', path),
     arrivals: countAt(record, 'arrivals', path),
-    completed: countAt(record, 'completed', path),
+    completed,
     concurrencyMean: amountAt(record, 'concurrencyMean', path),
     concurrencyMax: countAt(record, 'concurrencyMax', path),
     held: countAt(record, 'held', path),
     // Re-serialized from the parsed sketch: bucket lists in order, nothing extra carried.
     latencyMs: sketch.sketch.snapshot(),
+    serverErrors,
   };
 }
 

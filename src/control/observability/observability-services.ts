@@ -4,6 +4,7 @@
 // with one line.
 
 import type { Registry as MetricsRegistry } from 'prom-client';
+import type { SloService } from './slo/slo-service.ts';
 
 export interface ObservabilityServices {
   /**
@@ -11,4 +12,6 @@ export interface ObservabilityServices {
    * drift (kiln_feature_psi), model quality, cost and SLO gauges register here.
    */
   readonly metrics: MetricsRegistry;
+  /** SLOs and alerts (F): SLIs from the load reports, burn-rate alerts, webhooks, rules. */
+  slo?: SloService;
 }

@@ -41,4 +41,9 @@ export interface EndpointLoad {
   readonly held: number;
   /** Latency of requests answered 200 in the window, arrival → answer, ms (service times). */
   readonly latencyMs: HistogramSketchSnapshot;
+  /**
+   * Of `completed`, those answered with a server error (5xx: upstream failures, timeouts),
+   * for the SLOs' availability (issue 15; docs/slo.md). Absent (an older gateway): 0.
+   */
+  readonly serverErrors?: number;
 }

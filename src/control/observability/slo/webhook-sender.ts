@@ -6,7 +6,8 @@
 // (kiln_slo_webhook_deliveries_total{outcome}); a full queue drops the new notification,
 // logged and counted, rather than grow.
 //
-//   send ─▶ queue (≤ queueLimit, retries waiting included) ─▶ ≤ concurrency attempts at once
+//   send ─▶ queue (≤ queueLimit, retries waiting included) ─▶ ≤ concurrency attempts at once,
+//                                                              ≤ perUrlConcurrency per URL
 //              ▲                                                   │ timeout / 5xx / refused
 //              └──────────── after backoff (1 s, 2 s, 4 s …) ◀─────┘ until maxAttempts
 
@@ -17,6 +18,8 @@ export interface WebhookSenderOptions {
   readonly queueLimit?: number;
   /** Attempts in flight at once. Default 4. */
   readonly concurrency?: number;
+  /** Attempts in flight at once to one URL (one: in order, but for retries). Default 1. */
+  readonly perUrlConcurrency?: number;
   /** One attempt's bound, connect to response headers. Default 5000. */
   readonly attemptTimeoutMs?: number;
   /** Attempts per notification, the first included. Default 4. */
@@ -38,6 +41,7 @@ const maxBackoffMs = 30_000;
 export class WebhookSender {
   private readonly queue: Delivery[] = [];
   private active = 0;
+  private readonly activeByUrl = new Map<string, number>();
   /** Deliveries waiting out a backoff (they count against the queue limit). */
   private waiting = 0;
   private closed = false;
@@ -85,13 +89,24 @@ export class WebhookSender {
     this.options.onOutcome?.(outcome);
   }
 
+  /**
+   * Starts queued deliveries while slots are free, oldest first, skipping a URL that has its
+   * `perUrlConcurrency` in flight: a hanging webhook holds its own slots, not the others'.
+   */
   private pump(): void {
+    const perUrl = this.options.perUrlConcurrency ?? 1;
     while (!this.closed && this.active < (this.options.concurrency ?? 4)) {
-      const delivery = this.queue.shift();
+      const index = this.queue.findIndex((d) => (this.activeByUrl.get(d.url) ?? 0) < perUrl);
+      if (index < 0) return;
+      const [delivery] = this.queue.splice(index, 1);
       if (delivery === undefined) return;
       this.active += 1;
+      this.activeByUrl.set(delivery.url, (this.activeByUrl.get(delivery.url) ?? 0) + 1);
       void this.attempt(delivery).finally(() => {
         this.active -= 1;
+        const left = (this.activeByUrl.get(delivery.url) ?? 1) - 1;
+        if (left === 0) this.activeByUrl.delete(delivery.url);
+        else this.activeByUrl.set(delivery.url, left);
         this.pump();
       });
     }
