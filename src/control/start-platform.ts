@@ -20,7 +20,8 @@ import { buildApiServer } from './api/api-server.ts';
 import { Registry as MetricsRegistry } from 'prom-client';
 import { AutoscaleMetrics } from './autoscale/autoscale-metrics.ts';
 import type { ObservabilityServices } from './observability/observability-services.ts';
-import { SloService } from './observability/slo/slo-service.ts';
+import { SloService, latestDriftOf } from './observability/slo/slo-service.ts';
+import { driftReadingsOf } from '../observability/slo/drift-readings.ts';
 import { ensurePlatformTokens } from './control-tokens.ts';
 import { LocalBackend } from './backends/local/local-backend.ts';
 import { registerDemoModels, deployDemoEndpoints } from './demo-models.ts';
@@ -173,10 +174,12 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   });
   reconciler.onReplicaReady((endpoint, startMs) => autoscale.replicaReady(endpoint, startMs));
   // SLOs and alerts (issue 15 F): SLIs from the gateways' load reports, evaluated every 10 s.
+  // The drift ceiling reads the drift part's latest round (C: `latestDrift`), when present.
   const slo = new SloService({
     store,
     clock,
     metrics: observability.metrics,
+    drift: (endpoint) => Promise.resolve(driftReadingsOf(latestDriftOf(observability, endpoint))),
     log: (message) => process.stderr.write(`kiln: ${message}\n`),
   });
   observability.slo = slo;

@@ -10,7 +10,8 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Registry as MetricsRegistry } from 'prom-client';
-import { SloService } from '../../../src/control/observability/slo/slo-service.ts';
+import { SloService, latestDriftOf } from '../../../src/control/observability/slo/slo-service.ts';
+import { driftReadingsOf } from '../../../src/observability/slo/drift-readings.ts';
 import { checkLoadReport } from '../../../src/control/autoscale/load-report-check.ts';
 import { LoadCounter } from '../../../src/gateway/load-counter.ts';
 import { SqliteStore } from '../../../src/store/sqlite/sqlite-store.ts';
@@ -203,4 +204,69 @@ test('load reports carry server errors: optional (older gateways), at most the a
     () => checkLoadReport({ ...report, endpoints: [{ ...entry, serverErrors: 4 }] }),
     /body\/endpoints\/0\/serverErrors must be at most completed/,
   );
+});
+
+test("the drift ceiling fires and resolves from the drift service's latest round", async (t) => {
+  const dir = await tempDir();
+  const clock = new FakeClock(Date.parse('2026-12-01T00:00:00.000Z'));
+  const store = SqliteStore.open(join(dir, 'kiln.db'), { clock });
+  t.after(() => store.close());
+  await store.createModel({ name: 'iris', team: 'default', description: '' });
+  await store.createVersion('iris', placeholderVersion());
+  await store.putEndpoint({
+    name: 'iris',
+    team: 'default',
+    model: 'iris',
+    version: 1,
+    ref: '1',
+    replicas: 1,
+    config: {
+      observability: {
+        slo: {
+          availability: null,
+          latencyMs: null,
+          latencyTarget: null,
+          driftPsiCeiling: 0.25,
+          webhooks: [],
+        },
+      },
+    },
+  });
+  let psi = 0.6;
+  // What ObservabilityServices.drift looks like to the SLO part (C's DriftService).
+  const services = {
+    drift: {
+      latestDrift: (endpoint: string) =>
+        endpoint !== 'iris'
+          ? []
+          : [
+              {
+                version: 1,
+                groups: [
+                  {
+                    slice: null,
+                    items: [{ name: 'x', kind: 'feature', vsReference: { psi, status: 'drift' } }],
+                  },
+                ],
+              },
+            ],
+    },
+  };
+  const slo = new SloService({
+    store,
+    clock,
+    metrics: new MetricsRegistry(),
+    drift: (endpoint) => Promise.resolve(driftReadingsOf(latestDriftOf(services, endpoint))),
+  });
+  t.after(() => slo.close());
+  await slo.tick();
+  const [firing] = await store.listSloAlerts('iris');
+  assert.deepEqual([firing?.alert, firing?.state], ['drift', 'firing']);
+  assert.match(firing?.summary ?? '', /highest feature x of version 1 at 0\.600/);
+  psi = 0.1;
+  clock.advance(10_000);
+  await slo.tick();
+  const [resolved] = await store.listSloAlerts('iris');
+  assert.deepEqual([resolved?.alert, resolved?.state], ['drift', 'resolved']);
+  assert.deepEqual(latestDriftOf({}, 'iris'), []);
 });

@@ -8,6 +8,7 @@ import type { SliMinute } from '../../../src/observability/slo/burn-rate.ts';
 import { burnRate, windowCounts } from '../../../src/observability/slo/burn-rate.ts';
 import { evaluateSlo, type AlertCondition } from '../../../src/observability/slo/slo-evaluation.ts';
 import { alertTransitions } from '../../../src/observability/slo/alert-transitions.ts';
+import { driftReadingsOf } from '../../../src/observability/slo/drift-readings.ts';
 import type { SloAlertRecord } from '../../../src/store/slo-records.ts';
 import type { SloConfig } from '../../../src/store/observability-config.ts';
 
@@ -164,4 +165,57 @@ test('an alert whose objective was removed resolves; a firing one keeps its star
   );
   assert.deepEqual(still.events, []);
   assert.equal(still.upserts[0]?.since, '2026-12-01T00:00:00.000Z');
+});
+
+test("drift readings are read from the drift part's latest round: worst of skew and drift, insufficient skipped", () => {
+  const latest = [
+    {
+      model: 'iris',
+      version: 3,
+      hasReference: true,
+      groups: [
+        {
+          slice: null,
+          items: [
+            {
+              name: 'petal_length',
+              kind: 'feature',
+              vsReference: { psi: 0.4, status: 'drift' },
+              vsPrevious: { psi: 0.05, status: 'ok' },
+            },
+            {
+              name: 'sepal_width',
+              kind: 'feature',
+              vsReference: { psi: 3, status: 'insufficient' },
+              vsPrevious: null,
+            },
+            {
+              name: 'probabilities',
+              kind: 'output',
+              vsReference: null,
+              vsPrevious: { psi: 0.02, status: 'ok' },
+            },
+          ],
+        },
+        {
+          slice: 'de',
+          items: [
+            {
+              name: 'petal_length',
+              kind: 'feature',
+              vsReference: { psi: 0.3, status: 'drift' },
+              vsPrevious: null,
+            },
+          ],
+        },
+      ],
+    },
+    'not a version',
+  ];
+  assert.deepEqual(driftReadingsOf(latest), [
+    { version: 3, name: 'feature petal_length', psi: 0.4 },
+    { version: 3, name: 'output probabilities', psi: 0.02 },
+    { version: 3, name: 'feature petal_length (slice de)', psi: 0.3 },
+  ]);
+  assert.deepEqual(driftReadingsOf(undefined), []);
 });

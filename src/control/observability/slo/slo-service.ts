@@ -43,6 +43,15 @@ const pruneEveryMs = 3_600_000;
 /** The drift part's latest PSI per feature/output of an endpoint (drift's service). */
 export type DriftReadings = (endpoint: string) => Promise<readonly DriftReading[]>;
 
+/**
+ * The drift service's latest round for an endpoint (`ObservabilityServices.drift.latestDrift`,
+ * issue 15 C), read structurally so this part does not import it; [] without one.
+ */
+export function latestDriftOf(services: object, endpoint: string): unknown {
+  const drift = (services as { drift?: { latestDrift?: (endpoint: string) => unknown } }).drift;
+  return typeof drift?.latestDrift === 'function' ? drift.latestDrift(endpoint) : [];
+}
+
 export interface SloServiceOptions {
   readonly store: Store;
   readonly clock: Clock;
