@@ -84,7 +84,8 @@ export class EndpointLoadCounter {
           concurrencyMax: Math.max(this.maxInFlight, this.inFlight),
           held,
           latencyMs: this.latencyMs.snapshot(),
-          serverErrors: this.serverErrors,
+          // Only when there are some: a report without errors keeps its issue-14 shape.
+          ...(this.serverErrors === 0 ? {} : { serverErrors: this.serverErrors }),
         };
     this.arrivals = 0;
     this.completed = 0;
