@@ -126,7 +126,10 @@ export class SloService {
 
   start(): void {
     if (this.timer !== null || this.closed) return;
-    this.timer = setInterval(() => void this.tick(), this.options.evaluateMs ?? 10_000);
+    this.timer = setInterval(() => {
+      // A failed evaluation (the store busy, say) is logged once; the next tick tries again.
+      this.tick().catch((error: unknown) => this.sayOnce('tick', `slo: ${String(error)}`));
+    }, this.options.evaluateMs ?? 10_000);
     this.timer.unref();
   }
 
@@ -135,6 +138,17 @@ export class SloService {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
     await this.running;
+    // What the gateways reported since the last tick is kept for the next control plane.
+    try {
+      const slos = new Map<string, SloConfig>();
+      for (const endpoint of await this.options.store.listEndpoints()) {
+        const slo = endpoint.config.observability?.slo;
+        if (slo !== undefined) slos.set(endpoint.name, slo);
+      }
+      await this.flush(slos, true);
+    } catch (error) {
+      this.options.log?.(`slo: the last SLI minutes were not saved: ${String(error)}`);
+    }
     this.webhooks.close();
   }
 
