@@ -26,6 +26,7 @@ import { registerPoolsCommands } from './commands/pools.ts';
 import { registerPredictCommand } from './commands/predict.ts';
 import { registerRolloutCommands } from './commands/rollout.ts';
 import { registerSimulateCommand } from './commands/simulate.ts';
+import { registerSloCommands } from './commands/slo.ts';
 import { registerTeamsCommands } from './commands/teams.ts';
 import { registerTrafficCommands } from './commands/traffic.ts';
 import { registerUpCommand } from './commands/up.ts';
@@ -74,6 +75,7 @@ export function buildProgram(): Command {
   registerPoolsCommands(program);
   registerTrafficCommands(program);
   registerAutoscaleCommands(program);
+  registerSloCommands(program);
   registerExperimentsCommands(program);
   registerPredictCommand(program);
   registerKeysCommands(program);

@@ -20,6 +20,8 @@ import { buildApiServer } from './api/api-server.ts';
 import { Registry as MetricsRegistry } from 'prom-client';
 import { AutoscaleMetrics } from './autoscale/autoscale-metrics.ts';
 import type { ObservabilityServices } from './observability/observability-services.ts';
+import { SloService, latestDriftOf } from './observability/slo/slo-service.ts';
+import { driftReadingsOf } from '../observability/slo/drift-readings.ts';
 import { ensurePlatformTokens } from './control-tokens.ts';
 import { LocalBackend } from './backends/local/local-backend.ts';
 import { registerDemoModels, deployDemoEndpoints } from './demo-models.ts';
@@ -196,6 +198,17 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     metrics: new AutoscaleMetrics(observability.metrics),
   });
   reconciler.onReplicaReady((endpoint, startMs) => autoscale.replicaReady(endpoint, startMs));
+  // SLOs and alerts (issue 15 F): SLIs from the gateways' load reports, evaluated every 10 s.
+  // The drift ceiling reads the drift part's latest round (C: `latestDrift`), when present.
+  const slo = new SloService({
+    store,
+    clock,
+    metrics: observability.metrics,
+    drift: (endpoint) => Promise.resolve(driftReadingsOf(latestDriftOf(observability, endpoint))),
+    log: (message) => process.stderr.write(`kiln: ${message}\n`),
+  });
+  observability.slo = slo;
+  autoscale.onReport((report) => slo.ingest(report));
   let demoModels: string[] = [];
   let app: FastifyInstance | undefined;
   let gateway: GatewayProcess | undefined;
@@ -203,6 +216,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     try {
       await rollouts.close();
       await autoscale.close();
+      await slo.close();
       await workerLoad.close();
       await cost.close();
       await costLoad.close();
@@ -262,6 +276,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       // Carries on whatever rollout the last control plane on this home left active.
       rollouts.start();
       autoscale.start();
+      slo.start();
       workerLoad.start();
       cost.start();
       costLoad.start();

@@ -422,6 +422,12 @@ export const errorRegistry = {
     retryable: false,
     template: 'invalid SLO for endpoint {endpoint}: {reason}',
   },
+  KILN_SLO_NOT_SET: {
+    status: 404,
+    retryable: false,
+    template: 'endpoint {endpoint} has no SLO',
+    hint: 'set one in config.observability.slo (deploy, or `kiln observe set`; docs/slo.md)',
+  },
   // --- traffic management (policies, rollouts, experiments, golden sets) ---
   KILN_TRAFFIC_POLICY_INVALID: {
     status: 400,

@@ -24,6 +24,8 @@ import type { EndpointLoad, LoadReport } from '../protocol/scaling/load-report.t
 export class EndpointLoadCounter {
   private arrivals = 0;
   private completed = 0;
+  /** Of `completed`, answered 5xx (the SLOs' availability). */
+  private serverErrors = 0;
   /** Requests arrived and not yet answered (held ones included). */
   private inFlight = 0;
   /** ∫ inFlight dt over the window so far, in request·ms, up to `changedAtMs`. */
@@ -57,6 +59,7 @@ export class EndpointLoadCounter {
     this.completed += 1;
     if (this.inFlight > 0) this.inFlight -= 1;
     if (status === 200) this.latencyMs.add(latencyMs);
+    else if (status >= 500) this.serverErrors += 1;
   }
 
   /** An LLM answer's tokens (counted once the worker says them, at its end for a stream). */
@@ -95,9 +98,12 @@ export class EndpointLoadCounter {
           ...(this.promptTokens + this.completionTokens === 0
             ? {}
             : { promptTokens: this.promptTokens, completionTokens: this.completionTokens }),
+          // Only when there are some: a report without errors keeps its issue-14 shape.
+          ...(this.serverErrors === 0 ? {} : { serverErrors: this.serverErrors }),
         };
     this.arrivals = 0;
     this.completed = 0;
+    this.serverErrors = 0;
     this.areaMs = 0;
     this.maxInFlight = this.inFlight;
     this.promptTokens = 0;

@@ -44,6 +44,13 @@ import type {
   SigningPolicy,
   TrustedKey,
 } from '../registry/types.ts';
+import type {
+  NewSloAlertEvent,
+  SliMinuteRow,
+  SloAlertEvent,
+  SloAlertRecord,
+  SloAlertUpsert,
+} from './slo-records.ts';
 
 export interface NewModel {
   readonly name: string;
@@ -311,4 +318,26 @@ export interface Store {
   pruneUsage(before: string): Promise<number>;
 
   // --- issue 15 F: SLO alerts (slo-records.ts) ---------------------------------------------
+  /** Adds SLI counts into the per-minute rows (sums; partial minutes merge safely). */
+  mergeSliMinutes(rows: readonly SliMinuteRow[]): Promise<void>;
+  /** An endpoint's SLI rows with minuteStart in [since, until), oldest first. */
+  listSliMinutes(query: {
+    readonly endpoint: string;
+    readonly since: string;
+    readonly until?: string;
+  }): Promise<readonly SliMinuteRow[]>;
+  /** Deletes SLI rows before `before`; returns how many. */
+  pruneSliMinutes(before: string): Promise<number>;
+  /** Current alert states, of one endpoint or all. */
+  listSloAlerts(endpoint?: string): Promise<readonly SloAlertRecord[]>;
+  /** One evaluation's state changes and transition events, in one transaction. */
+  applySloAlerts(
+    upserts: readonly SloAlertUpsert[],
+    events: readonly NewSloAlertEvent[],
+  ): Promise<void>;
+  /** An endpoint's alert transitions, newest first (default 100). */
+  listSloAlertEvents(query: {
+    readonly endpoint: string;
+    readonly limit?: number;
+  }): Promise<readonly SloAlertEvent[]>;
 }

@@ -137,6 +137,7 @@ function clamp(n: number, policy: AutoscalePolicy): number {
 export class AutoscaleController {
   readonly metrics: AutoscaleMetrics;
   private readonly demand = new GatewayDemand();
+  private readonly reportListeners: ((report: LoadReport) => void)[] = [];
   private readonly states = new Map<string, EndpointState>();
   private readonly startDurations = new Map<string, number[]>();
   /** Endpoints woken from zero whose first replica is not ready yet: since when. */
@@ -188,6 +189,12 @@ export class AutoscaleController {
   /** A gateway's checked report (load-report-check.ts). */
   ingest(report: LoadReport): void {
     this.demand.add(report, this.options.clock.now());
+    for (const listener of this.reportListeners) listener(report);
+  }
+
+  /** Also hands every checked report to `listener` (issue 15: the SLO service's SLIs). */
+  onReport(listener: (report: LoadReport) => void): void {
+    this.reportListeners.push(listener);
   }
 
   /**

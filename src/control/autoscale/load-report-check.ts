@@ -100,6 +100,7 @@ const endpointKeys = [
   'latencyMs',
   'promptTokens',
   'completionTokens',
+  'serverErrors',
 ];
 
 function endpointLoadOf(value: unknown, path: string): EndpointLoad {
@@ -107,10 +108,15 @@ function endpointLoadOf(value: unknown, path: string): EndpointLoad {
   onlyKeys(record, endpointKeys, path);
   const sketch = HistogramSketch.fromSnapshot(sketchAt(record.latencyMs, `${path}/latencyMs`));
   if (!sketch.ok) bad(`${path}/latencyMs: ${sketch.message}`);
+  const completed = countAt(record, 'completed', path);
+  // Optional (issue 15): gateways before it send none.
+  const serverErrors =
+    record.serverErrors === undefined ? 0 : countAt(record, 'serverErrors', path);
+  if (serverErrors > completed) bad(`${path}/serverErrors must be at most completed`);
   return {
     endpoint: stringAt(record, 'endpoint', path),
     arrivals: countAt(record, 'arrivals', path),
-    completed: countAt(record, 'completed', path),
+    completed,
     concurrencyMean: amountAt(record, 'concurrencyMean', path),
     concurrencyMax: countAt(record, 'concurrencyMax', path),
     held: countAt(record, 'held', path),
@@ -123,6 +129,7 @@ function endpointLoadOf(value: unknown, path: string): EndpointLoad {
           promptTokens: countAt(record, 'promptTokens', path),
           completionTokens: countAt(record, 'completionTokens', path),
         }),
+    serverErrors,
   };
 }
 

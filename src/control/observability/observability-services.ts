@@ -5,6 +5,7 @@
 
 import type { Registry as MetricsRegistry } from 'prom-client';
 import type { CostService } from './cost-service.ts';
+import type { SloService } from './slo/slo-service.ts';
 
 export interface ObservabilityServices {
   /**
@@ -14,4 +15,6 @@ export interface ObservabilityServices {
   readonly metrics: MetricsRegistry;
   /** Cost accounting and the chargeback report (issue 15 E; absent: `GET /api/v1/cost` 404s). */
   readonly cost?: CostService;
+  /** SLOs and alerts (F): SLIs from the load reports, burn-rate alerts, webhooks, rules. */
+  slo?: SloService;
 }

@@ -44,4 +44,9 @@ export interface EndpointLoad {
   /** LLM tokens of the answers in the window (issue 15, cost); absent: none. */
   readonly promptTokens?: number;
   readonly completionTokens?: number;
+  /**
+   * Of `completed`, those answered with a server error (5xx: upstream failures, timeouts),
+   * for the SLOs' availability (issue 15; docs/slo.md). Absent (an older gateway): 0.
+   */
+  readonly serverErrors?: number;
 }

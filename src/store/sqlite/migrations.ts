@@ -374,7 +374,44 @@ export const sqliteMigrations: readonly Migration[] = [
   {
     version: 11,
     name: 'slo-alerts',
-    // Issue 15, F: SLO alert state and webhook deliveries. Reserved: filled by its area before it ships.
-    sql: `SELECT 1;`,
+    // Issue 15, F (docs/slo.md): SLI counts per endpoint and minute (what burn rates are
+    // computed from), each alert's current state and the history of its transitions. Kept
+    // after an endpoint's delete (history); SLI minutes are pruned after the budget period.
+    sql: `
+      CREATE TABLE slo_minutes (
+        endpoint        TEXT NOT NULL,
+        minute_ms       INTEGER NOT NULL,  -- epoch ms, a multiple of 60 000
+        requests        INTEGER NOT NULL CHECK (requests >= 0),
+        server_errors   INTEGER NOT NULL CHECK (server_errors >= 0),
+        latency_total   INTEGER NOT NULL CHECK (latency_total >= 0),
+        latency_good    INTEGER NOT NULL CHECK (latency_good >= 0),
+        PRIMARY KEY (endpoint, minute_ms)
+      );
+      CREATE INDEX slo_minutes_minute ON slo_minutes(minute_ms);
+
+      CREATE TABLE slo_alerts (
+        endpoint     TEXT NOT NULL,
+        alert        TEXT NOT NULL,
+        severity     TEXT NOT NULL,
+        state        TEXT NOT NULL CHECK (state IN ('firing', 'resolved')),
+        since        TEXT NOT NULL,
+        summary      TEXT NOT NULL,
+        detail_json  TEXT NOT NULL,
+        updated_at   TEXT NOT NULL,
+        PRIMARY KEY (endpoint, alert)
+      );
+
+      CREATE TABLE slo_alert_events (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        endpoint     TEXT NOT NULL,
+        alert        TEXT NOT NULL,
+        severity     TEXT NOT NULL,
+        state        TEXT NOT NULL CHECK (state IN ('firing', 'resolved')),
+        at           TEXT NOT NULL,
+        summary      TEXT NOT NULL,
+        detail_json  TEXT NOT NULL
+      );
+      CREATE INDEX slo_alert_events_endpoint ON slo_alert_events(endpoint, id);
+    `,
   },
 ];

@@ -44,6 +44,7 @@ import { SqliteTrafficDataTables } from './sqlite-traffic-data.ts';
 import { SqliteScalingTables } from './sqlite-scaling.ts';
 import { SqliteCostTables } from './sqlite-cost.ts';
 import type { TokenUsageRow, UsageQuery, UsageRow } from '../cost-records.ts';
+import { SqliteSloTables } from './sqlite-slo.ts';
 import type { AuditRecord, NewAuditRecord, NewToken, TokenRecord } from '../access-records.ts';
 import type {
   EndpointTrafficRecord,
@@ -73,6 +74,13 @@ import {
   type ModelRow,
   type VersionRow,
 } from './sqlite-rows.ts';
+import type {
+  NewSloAlertEvent,
+  SliMinuteRow,
+  SloAlertEvent,
+  SloAlertRecord,
+  SloAlertUpsert,
+} from '../slo-records.ts';
 
 export interface SqliteStoreOptions {
   readonly clock?: Clock;
@@ -100,6 +108,7 @@ export class SqliteStore implements Store {
   private readonly trafficData: SqliteTrafficDataTables;
   private readonly scaling: SqliteScalingTables;
   private readonly cost: SqliteCostTables;
+  private readonly slo: SqliteSloTables;
 
   private constructor(db: Database.Database, clock: Clock) {
     this.db = db;
@@ -113,6 +122,7 @@ export class SqliteStore implements Store {
     this.trafficData = new SqliteTrafficDataTables(db, clock);
     this.scaling = new SqliteScalingTables(db, clock);
     this.cost = new SqliteCostTables(db);
+    this.slo = new SqliteSloTables(db, clock);
   }
 
   static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
@@ -826,4 +836,38 @@ export class SqliteStore implements Store {
   }
 
   // ---------------------------------------------------------------- issue 15 F: SLO alerts
+
+  mergeSliMinutes(rows: readonly SliMinuteRow[]): Promise<void> {
+    return this.run(() => this.slo.mergeSliMinutes(rows));
+  }
+
+  listSliMinutes(query: {
+    readonly endpoint: string;
+    readonly since: string;
+    readonly until?: string;
+  }): Promise<readonly SliMinuteRow[]> {
+    return this.run(() => this.slo.listSliMinutes(query));
+  }
+
+  pruneSliMinutes(before: string): Promise<number> {
+    return this.run(() => this.slo.pruneSliMinutes(before));
+  }
+
+  listSloAlerts(endpoint?: string): Promise<readonly SloAlertRecord[]> {
+    return this.run(() => this.slo.listSloAlerts(endpoint));
+  }
+
+  applySloAlerts(
+    upserts: readonly SloAlertUpsert[],
+    events: readonly NewSloAlertEvent[],
+  ): Promise<void> {
+    return this.run(() => this.slo.applySloAlerts(upserts, events));
+  }
+
+  listSloAlertEvents(query: {
+    readonly endpoint: string;
+    readonly limit?: number;
+  }): Promise<readonly SloAlertEvent[]> {
+    return this.run(() => this.slo.listSloAlertEvents(query));
+  }
 }
