@@ -42,6 +42,9 @@ import { SqliteTrafficTables } from './sqlite-traffic.ts';
 import { SqliteRolloutTables } from './sqlite-rollouts.ts';
 import { SqliteTrafficDataTables } from './sqlite-traffic-data.ts';
 import { SqliteScalingTables } from './sqlite-scaling.ts';
+import { SqliteProfileTables } from './sqlite-profiles.ts';
+import type { DataProfile } from '../../observability/profile/data-profile.ts';
+import type { VersionProfile } from '../profile-records.ts';
 import type { AuditRecord, NewAuditRecord, NewToken, TokenRecord } from '../access-records.ts';
 import type {
   EndpointTrafficRecord,
@@ -97,6 +100,7 @@ export class SqliteStore implements Store {
   private readonly rollouts: SqliteRolloutTables;
   private readonly trafficData: SqliteTrafficDataTables;
   private readonly scaling: SqliteScalingTables;
+  private readonly profiles: SqliteProfileTables;
 
   private constructor(db: Database.Database, clock: Clock) {
     this.db = db;
@@ -109,6 +113,7 @@ export class SqliteStore implements Store {
     this.traffic = new SqliteTrafficTables(db, clock, this.rollouts);
     this.trafficData = new SqliteTrafficDataTables(db, clock);
     this.scaling = new SqliteScalingTables(db, clock);
+    this.profiles = new SqliteProfileTables(db, clock);
   }
 
   static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
@@ -794,6 +799,14 @@ export class SqliteStore implements Store {
   }
 
   // ---------------------------------------------------------------- issue 15 B: reference profiles
+
+  setVersionProfile(model: string, version: number, profile: DataProfile): Promise<VersionProfile> {
+    return this.run(() => this.profiles.setVersionProfile(model, version, profile));
+  }
+
+  getVersionProfile(model: string, version: number): Promise<VersionProfile | null> {
+    return this.run(() => this.profiles.getVersionProfile(model, version));
+  }
 
   // ---------------------------------------------------------------- issue 15 C: drift windows
 
