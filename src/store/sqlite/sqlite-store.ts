@@ -45,6 +45,9 @@ import { SqliteScalingTables } from './sqlite-scaling.ts';
 import { SqliteCostTables } from './sqlite-cost.ts';
 import type { TokenUsageRow, UsageQuery, UsageRow } from '../cost-records.ts';
 import { SqliteSloTables } from './sqlite-slo.ts';
+import { SqliteProfileTables } from './sqlite-profiles.ts';
+import type { DataProfile } from '../../observability/profile/data-profile.ts';
+import type { VersionProfile } from '../profile-records.ts';
 import type { AuditRecord, NewAuditRecord, NewToken, TokenRecord } from '../access-records.ts';
 import type {
   EndpointTrafficRecord,
@@ -109,6 +112,7 @@ export class SqliteStore implements Store {
   private readonly scaling: SqliteScalingTables;
   private readonly cost: SqliteCostTables;
   private readonly slo: SqliteSloTables;
+  private readonly profiles: SqliteProfileTables;
 
   private constructor(db: Database.Database, clock: Clock) {
     this.db = db;
@@ -123,6 +127,7 @@ export class SqliteStore implements Store {
     this.scaling = new SqliteScalingTables(db, clock);
     this.cost = new SqliteCostTables(db);
     this.slo = new SqliteSloTables(db, clock);
+    this.profiles = new SqliteProfileTables(db, clock);
   }
 
   static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
@@ -808,6 +813,14 @@ export class SqliteStore implements Store {
   }
 
   // ---------------------------------------------------------------- issue 15 B: reference profiles
+
+  setVersionProfile(model: string, version: number, profile: DataProfile): Promise<VersionProfile> {
+    return this.run(() => this.profiles.setVersionProfile(model, version, profile));
+  }
+
+  getVersionProfile(model: string, version: number): Promise<VersionProfile | null> {
+    return this.run(() => this.profiles.getVersionProfile(model, version));
+  }
 
   // ---------------------------------------------------------------- issue 15 C: drift windows
 
