@@ -42,6 +42,13 @@ import { SqliteTrafficTables } from './sqlite-traffic.ts';
 import { SqliteRolloutTables } from './sqlite-rollouts.ts';
 import { SqliteTrafficDataTables } from './sqlite-traffic-data.ts';
 import { SqliteScalingTables } from './sqlite-scaling.ts';
+import { SqliteQualityTables } from './sqlite-quality.ts';
+import type {
+  JoinedPrediction,
+  NewPrediction,
+  OutcomeItem,
+  OutcomeJoinStatus,
+} from '../quality-records.ts';
 import type { AuditRecord, NewAuditRecord, NewToken, TokenRecord } from '../access-records.ts';
 import type {
   EndpointTrafficRecord,
@@ -97,6 +104,7 @@ export class SqliteStore implements Store {
   private readonly rollouts: SqliteRolloutTables;
   private readonly trafficData: SqliteTrafficDataTables;
   private readonly scaling: SqliteScalingTables;
+  private readonly quality: SqliteQualityTables;
 
   private constructor(db: Database.Database, clock: Clock) {
     this.db = db;
@@ -109,6 +117,7 @@ export class SqliteStore implements Store {
     this.traffic = new SqliteTrafficTables(db, clock, this.rollouts);
     this.trafficData = new SqliteTrafficDataTables(db, clock);
     this.scaling = new SqliteScalingTables(db, clock);
+    this.quality = new SqliteQualityTables(db);
   }
 
   static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
@@ -798,6 +807,38 @@ export class SqliteStore implements Store {
   // ---------------------------------------------------------------- issue 15 C: drift windows
 
   // ---------------------------------------------------------------- issue 15 D: predictions and outcomes
+
+  addPredictions(rows: readonly NewPrediction[]): Promise<number> {
+    return this.run(() => this.quality.addPredictions(rows));
+  }
+
+  joinOutcomes(
+    endpoint: string,
+    items: readonly OutcomeItem[],
+    windowStartMs: number,
+    nowMs: number,
+  ): Promise<readonly OutcomeJoinStatus[]> {
+    return this.run(() => this.quality.joinOutcomes(endpoint, items, windowStartMs, nowMs));
+  }
+
+  listJoinedPredictions(query: {
+    readonly endpoint: string;
+    readonly sinceMs: number;
+    readonly untilMs?: number;
+    readonly slice?: string;
+  }): Promise<readonly JoinedPrediction[]> {
+    return this.run(() => this.quality.listJoined(query));
+  }
+
+  prunePredictions(
+    endpoint: string,
+    unjoinedBeforeMs: number,
+    joinedBeforeMs: number,
+  ): Promise<number> {
+    return this.run(() =>
+      this.quality.prunePredictions(endpoint, unjoinedBeforeMs, joinedBeforeMs),
+    );
+  }
 
   // ---------------------------------------------------------------- issue 15 E: cost and usage
 
