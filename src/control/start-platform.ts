@@ -20,6 +20,7 @@ import { buildApiServer } from './api/api-server.ts';
 import { Registry as MetricsRegistry } from 'prom-client';
 import { AutoscaleMetrics } from './autoscale/autoscale-metrics.ts';
 import type { ObservabilityServices } from './observability/observability-services.ts';
+import { QualityService } from './observability/quality-service.ts';
 import { ensurePlatformTokens } from './control-tokens.ts';
 import { LocalBackend } from './backends/local/local-backend.ts';
 import { registerDemoModels, deployDemoEndpoints } from './demo-models.ts';
@@ -162,7 +163,11 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
         .flatMap((r) => (r.state === 'ready' && r.url !== null ? [{ id: r.id, url: r.url }] : [])),
   });
   // The control plane's Prometheus registry (GET /metrics): autoscaling and issue 15's parts.
-  const observability: ObservabilityServices = { metrics: new MetricsRegistry() };
+  const metricsRegistry = new MetricsRegistry();
+  const observability: ObservabilityServices = {
+    metrics: metricsRegistry,
+    quality: new QualityService({ store, clock, metrics: metricsRegistry }),
+  };
   const autoscale = new AutoscaleController({
     store,
     clock,

@@ -4,6 +4,7 @@
 // with one line.
 
 import type { Registry as MetricsRegistry } from 'prom-client';
+import type { QualityService } from './quality-service.ts';
 
 export interface ObservabilityServices {
   /**
@@ -11,4 +12,6 @@ export interface ObservabilityServices {
    * drift (kiln_feature_psi), model quality, cost and SLO gauges register here.
    */
   readonly metrics: MetricsRegistry;
+  /** Predictions joined with outcomes: model quality (D, docs/outcomes.md). */
+  readonly quality?: QualityService;
 }
