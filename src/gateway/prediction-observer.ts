@@ -49,7 +49,7 @@ export class EndpointObserver {
 
   /** After the answer is written: queue what is asked (never blocks, never throws). */
   observe(request: ObservedRequest): void {
-    const atMs = Date.now() - request.latencyMs;
+    const atMs = Math.round(Date.now() - request.latencyMs);
     const log = this.predictionLog;
     const sinks = this.sinks;
     if (log !== null && log.sampleRate > 0 && sinks.random() < log.sampleRate) {

@@ -152,6 +152,8 @@ for (const channel of [false, true]) {
         'four predictions reported',
       );
       const predictions = sink.reports.flatMap((r) => r.predictions);
+      // Whole epoch milliseconds: what the control plane takes (quality-service.ts).
+      assert.ok(predictions.every((p) => Number.isSafeInteger(p.atMs)));
       assert.deepEqual(
         predictions.map((p) => [p.endpoint, p.requestId, p.version, p.prediction, p.slice]),
         ids.map((id, i) => ['fraud', id, 3, 0.7, i % 2 === 0 ? 'de' : 'fr']),
