@@ -109,7 +109,7 @@ void test('kiln outcomes send and kiln quality report, end to end', async () => 
 
   // mlp.onnx is registered without a declared schema: a rule is not checked at deploy (the
   // gateway counts rules that match nothing); a declared schema refuses it
-  // (redaction-deploy-check.test.ts). A bad field is refused either way.
+  // (observability-deploy-check.test.ts). A bad field is refused either way.
   const unchecked = await call(platform.url, 'PUT', '/api/v1/endpoints/other', {
     model: 'm',
     version: 1,

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkRedactionFields } from '../../../src/control/observability/redaction-deploy-check.ts';
+import { checkObservabilityFields } from '../../../src/control/observability/observability-deploy-check.ts';
 import { KilnError } from '../../../src/core/errors.ts';
 import type { ObservabilityConfig } from '../../../src/store/observability-config.ts';
 
@@ -25,7 +25,7 @@ function withRules(...fields: string[]): ObservabilityConfig {
 
 test('a redaction rule naming nothing the version has is refused at deploy, naming it', () => {
   assert.throws(
-    () => checkRedactionFields('fraud', withRules('ssn', 'snn', 'outputs.label'), version),
+    () => checkObservabilityFields('fraud', withRules('ssn', 'snn', 'outputs.label'), version),
     (error: unknown) =>
       error instanceof KilnError &&
       error.code === 'KILN_OBSERVABILITY_INVALID' &&
@@ -34,11 +34,30 @@ test('a redaction rule naming nothing the version has is refused at deploy, nami
 });
 
 test('rules naming inputs, features, outputs or parameters pass; no schema: not checked', () => {
-  checkRedactionFields(
+  checkObservabilityFields(
     'fraud',
     withRules('input-0', 'ssn', 'outputs.proba', 'parameters.user'),
     version,
   );
-  checkRedactionFields('fraud', withRules('anything'), { schema: null, formatInfo: {} });
-  checkRedactionFields('fraud', undefined, version);
+  checkObservabilityFields('fraud', withRules('anything'), { schema: null, formatInfo: {} });
+  checkObservabilityFields('fraud', undefined, version);
+});
+
+test('a quality output the version does not have is refused at deploy, naming its outputs', () => {
+  const quality = (output: string | null): ObservabilityConfig => ({
+    quality: {
+      task: 'classification',
+      output,
+      threshold: 0.5,
+      joinWindowMs: 60_000,
+      sliceKey: null,
+      slicePath: null,
+    },
+  });
+  assert.throws(
+    () => checkObservabilityFields('fraud', quality('label'), version),
+    /quality: output label is not an output of the version \(its outputs: proba\)/,
+  );
+  checkObservabilityFields('fraud', quality('proba'), version);
+  checkObservabilityFields('fraud', quality(null), version);
 });
