@@ -20,6 +20,8 @@ import { registerHealthCommand } from './commands/health.ts';
 import { registerKeysCommands } from './commands/keys.ts';
 import { registerLlmCommands } from './commands/llm.ts';
 import { registerModelsCommands } from './commands/models.ts';
+import { registerOutcomesCommands } from './commands/outcomes.ts';
+import { registerQualityCommands } from './commands/quality.ts';
 import { registerPlacementCommands } from './commands/placement.ts';
 import { registerPolicyCommands } from './commands/policy.ts';
 import { registerPoolsCommands } from './commands/pools.ts';
@@ -89,6 +91,8 @@ export function buildProgram(): Command {
   registerPlacementCommands(program);
   registerSimulateCommand(program);
   registerCostCommands(program);
+  registerOutcomesCommands(program);
+  registerQualityCommands(program);
   acceptGlobalOptionsEverywhere(program);
   return program;
 }

@@ -22,6 +22,7 @@
 // traffic back to them; a warm version (kept ten minutes) or a canary just dropped must not
 // either — an old version serving again after a deploy or a rollback is what users see.
 
+import type { ObservabilityConfig } from '../store/observability-config.ts';
 import type { ModelSchema } from '../core/tensor.ts';
 import type {
   EndpointRoute,
@@ -260,6 +261,27 @@ export function endpointRoute({
     replicas: serving.map(replicaRoute),
     ...(trafficRoute === undefined ? {} : { traffic: trafficRoute }),
     ...(activation === null ? {} : { activation }),
+    ...predictionRoutes(endpoint.config.observability),
+  };
+}
+
+/** The prediction log and quality settings the gateway acts on (issue 15, D). */
+function predictionRoutes(
+  observability: ObservabilityConfig | undefined,
+): Pick<EndpointRoute, 'predictionLog' | 'quality'> {
+  const quality = observability?.quality;
+  const predictionLog = observability?.predictionLog;
+  return {
+    ...(predictionLog === undefined ? {} : { predictionLog }),
+    ...(quality === undefined
+      ? {}
+      : {
+          quality: {
+            output: quality.output,
+            sliceKey: quality.sliceKey,
+            slicePath: quality.slicePath,
+          },
+        }),
   };
 }
 

@@ -27,6 +27,7 @@ import { resolveLlmServingConfig } from '../llm/serving/llm-serving-config.ts';
 import type { AutoscalePolicy } from '../autoscale/autoscale-policy.ts';
 import type { ObservabilityConfig } from '../store/observability-config.ts';
 import { resolveObservabilityConfig } from '../observability/observability-input.ts';
+import { checkObservabilityFields } from './observability/observability-deploy-check.ts';
 import { resolveEndpointPolicy } from './autoscale/scaled-endpoint.ts';
 import {
   completeEndpointConfig,
@@ -154,6 +155,7 @@ export class EndpointService {
       autoscale?.policy,
       deployObservability(name, request.config?.observability),
     );
+    checkObservabilityFields(name, config.observability, version);
     checkDeployPlacement(name, config, version.sizeBytes, this.reconciler.placer);
     await checkPoolDeploy(this.registry.store, {
       config,

@@ -22,6 +22,7 @@ import { AutoscaleMetrics } from './autoscale/autoscale-metrics.ts';
 import type { ObservabilityServices } from './observability/observability-services.ts';
 import { SloService, latestDriftOf } from './observability/slo/slo-service.ts';
 import { driftReadingsOf } from '../observability/slo/drift-readings.ts';
+import { QualityService } from './observability/quality-service.ts';
 import { ensurePlatformTokens } from './control-tokens.ts';
 import { LocalBackend } from './backends/local/local-backend.ts';
 import { registerDemoModels, deployDemoEndpoints } from './demo-models.ts';
@@ -189,7 +190,11 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     workerLoad: costLoad,
     log: (message) => process.stderr.write(`kiln: ${message}\n`),
   });
-  const observability: ObservabilityServices = { metrics, cost };
+  const observability: ObservabilityServices = {
+    metrics,
+    cost,
+    quality: new QualityService({ store, clock, metrics }),
+  };
   const autoscale = new AutoscaleController({
     store,
     clock,

@@ -425,7 +425,7 @@ export class InferExchange
       this.heldHeaders = list;
     } else {
       this.res.writeHead(statusCode, list);
-      if (this.traffic !== null && statusCode === 200) this.answerChunks = [];
+      if (this.keepsAnswer() && statusCode === 200) this.answerChunks = [];
     }
   }
 
@@ -455,7 +455,7 @@ export class InferExchange
       if (kept !== null) this.answerBody = Buffer.concat(kept, this.answerBytes);
     } else if (this.form === 'v1') {
       const v2Body = Buffer.concat(this.heldChunks);
-      if (this.traffic !== null && this.status === 200) this.answerBody = v2Body;
+      if (this.keepsAnswer() && this.status === 200) this.answerBody = v2Body;
       const answer = this.v1Answer(this.status, v2Body);
       if (answer === null) return;
       held.push('content-length', String(answer.length));
@@ -468,7 +468,7 @@ export class InferExchange
         this.res.end();
       } else {
         const answer = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-        if (this.traffic !== null && this.status === 200) this.answerBody = answer;
+        if (this.keepsAnswer() && this.status === 200) this.answerBody = answer;
         this.res.end(answer);
       }
     }
@@ -496,7 +496,7 @@ export class InferExchange
     this.channelId = 0;
     if (this.done || replica === null) return;
     this.answeredBy = replica;
-    if (this.traffic !== null && status === 200) this.answerBody = reply;
+    if (this.keepsAnswer() && status === 200) this.answerBody = reply;
     const body = this.form === 'v1' ? this.v1Answer(status, reply) : reply;
     if (body === null) return;
     const headers = this.baseHeaders();
@@ -551,8 +551,28 @@ export class InferExchange
   protected override finish(status: number): void {
     if (this.done) return;
     super.finish(status);
+    const observer = this.entry.observer;
+    // Before countTraffic, which lets the answer go; only requests whose body was read.
+    if (observer !== null && this.clientBody !== null && this.method === 'POST') {
+      const replica = this.answeredBy;
+      observer.observe({
+        requestId: this.requestId,
+        model: replica?.model ?? this.entry.model,
+        version: replica?.version ?? this.entry.version,
+        status,
+        latencyMs: performance.now() - this.startMs,
+        headers: this.req.headers,
+        body: this.clientBody,
+        answer: this.answerBody,
+      });
+    }
     const traffic = this.traffic;
     if (traffic !== null) this.countTraffic(traffic, status);
+  }
+
+  /** A 200's answer is kept for counting (traffic policy) or the prediction observer. */
+  private keepsAnswer(): boolean {
+    return this.traffic !== null || this.entry.observer !== null;
   }
 
   /**

@@ -16,6 +16,7 @@ import type { Admission, ConcurrencyGate } from './admission.ts';
 import { indexApiKeys } from './auth.ts';
 import type { EndpointLoadCounter, LoadCounter } from './load-counter.ts';
 import type { EndpointSeries, GatewayMetrics } from './metrics.ts';
+import type { EndpointObserver, PredictionSinks } from './prediction-observer.ts';
 import { modelMetadataBody } from './model-metadata.ts';
 import { versionReplicasKey, type ReplicaState } from './replica-set.ts';
 import type { CompiledNaming } from '../protocol/v2/input-naming.ts';
@@ -78,6 +79,11 @@ export interface EndpointEntry {
   readonly counts: VersionCounter | null;
   /** The endpoint's demand counter for load reports (a variant shares it); null: none kept. */
   readonly load: EndpointLoadCounter | null;
+  /**
+   * Prediction log and quality (issue 15, D; a variant shares it): what is done with each
+   * answered request; null: nothing (prediction-observer.ts).
+   */
+  readonly observer: EndpointObserver | null;
 }
 
 /** What the traffic entries of a table need besides the snapshot. */
@@ -104,6 +110,7 @@ export function buildRouteTable(
   onBadSchema: (endpoint: string, reason: string) => void,
   traffic: TrafficContext | null = null,
   loads: LoadCounter | null = null,
+  predictions: PredictionSinks | null = null,
 ): RouteTable {
   const endpoints = new Map<string, EndpointEntry>();
   const teamRates = new Map(snapshot.teamLimits.map((l) => [l.team, l.requestsPerSecond]));
@@ -150,6 +157,7 @@ export function buildRouteTable(
       traffic: null,
       counts: null,
       load: loads?.endpoint(route.name) ?? null,
+      observer: predictions?.observerFor(route, onBadSchema) ?? null,
     };
     const policy =
       route.traffic !== undefined && traffic !== null

@@ -6,6 +6,7 @@
 import type { ModelSchema } from '../core/tensor.ts';
 import type { InputNaming } from '../protocol/v2/input-naming.ts';
 import type { ModelFormat } from '../registry/formats/artifact-file.ts';
+import type { PredictionLogConfig } from '../store/observability-config.ts';
 
 export interface RoutingSnapshot {
   /** Increases with every change; the gateway ignores a snapshot older than the one it has. */
@@ -72,6 +73,25 @@ export interface EndpointRoute {
    * loaded. Absent: dedicated replicas.
    */
   readonly pool?: PoolRoute;
+  /**
+   * The prediction log (issue 15, D): sampled requests of this endpoint are written, redacted,
+   * to rotating JSONL files by the gateway (prediction-log-writer.ts). Absent: not logged.
+   */
+  readonly predictionLog?: PredictionLogConfig;
+  /**
+   * Model quality (issue 15, D): the gateway reports each answered request's prediction to the
+   * control plane, where outcomes are joined to it (quality-reporter.ts). Absent: none.
+   */
+  readonly quality?: QualityRoute;
+}
+
+/** What the gateway needs of an endpoint's quality settings. */
+export interface QualityRoute {
+  /** The output holding the prediction; null: the first numeric output. */
+  readonly output: string | null;
+  /** The slice's name; null: none. Its value: the `kiln-slice` header, else `slicePath`. */
+  readonly sliceKey: string | null;
+  readonly slicePath: string | null;
 }
 
 export interface ActivationRoute {

@@ -5,6 +5,7 @@
 // means no team limits, and a missing `maxConcurrency` is derived here from the replicas
 // as for workers without batching (admission-bound.ts), so no endpoint is ever unbounded.
 
+import { resolvePredictionLogConfig } from '../observability/prediction-log/prediction-log-config.ts';
 import { derivedMaxConcurrency, replicaBound } from './admission-bound.ts';
 import type { RoutingSnapshot } from './routing-snapshot.ts';
 import { splitProblems } from '../traffic/traffic-split.ts';
@@ -94,6 +95,10 @@ function endpointReason(value: unknown, index: number): string | null {
   if (activation !== null) return activation;
   const pool = poolReason(value.pool, `${where}.pool`);
   if (pool !== null) return pool;
+  const observed = predictionLogReason(value.predictionLog, `${where}.predictionLog`);
+  if (observed !== null) return observed;
+  const quality = qualityReason(value.quality, `${where}.quality`);
+  if (quality !== null) return quality;
   return replicasReason(value.replicas, where);
 }
 
@@ -104,6 +109,23 @@ function activationReason(value: unknown, where: string): string | null {
   for (const field of ['queueLimit', 'timeoutMs', 'coldStartBudgetMs'] as const) {
     const count = value[field];
     if (!isCount(count) || count === 0) return `${where}.${field} is not a positive integer`;
+  }
+  return null;
+}
+
+/** The prediction log (optional, issue 15): the settings as the control plane checks them. */
+function predictionLogReason(value: unknown, where: string): string | null {
+  if (value === undefined) return null;
+  const resolved = resolvePredictionLogConfig(value);
+  return resolved.ok ? null : `${where}: ${resolved.reason}`;
+}
+
+/** Model quality (optional, issue 15): the output and slice to report predictions with. */
+function qualityReason(value: unknown, where: string): string | null {
+  if (value === undefined) return null;
+  if (!isObject(value)) return `${where} is not an object`;
+  for (const field of ['output', 'sliceKey', 'slicePath'] as const) {
+    if (!isNullableString(value[field])) return `${where}.${field} is neither null nor a string`;
   }
   return null;
 }

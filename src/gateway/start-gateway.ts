@@ -6,6 +6,7 @@
 
 import { createServer, type Server } from 'node:http';
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Activator } from './activator.ts';
@@ -30,6 +31,7 @@ import {
 import { LlmRouter, llmRoutingPolicyFrom } from './llm-router.ts';
 import { OpenAiRoutes } from './openai-routes.ts';
 import { PrefixAffinity } from './prefix-affinity.ts';
+import { PredictionSinks } from './prediction-observer.ts';
 import { ShadowSender } from './shadow-sender.ts';
 import { TrafficCounter } from './traffic-counter.ts';
 import { TrafficReporter } from './traffic-reporter.ts';
@@ -113,6 +115,20 @@ export interface GatewayOptions {
   readonly shadowTimeoutMs?: number;
   /** The draw for requests without a caller key and for shadow sampling (tests). */
   readonly random?: RandomSource;
+  /**
+   * Where endpoints with a prediction log write it (issue 15): `<dir>/<endpoint>/`. Default:
+   * `prediction-log` beside `stateDir` (`<home>/prediction-log` under `kiln up`).
+   */
+  readonly predictionLogDir?: string;
+  /** Prediction-log records queued at most (default 1 024; beyond: dropped, counted). */
+  readonly predictionLogQueueCapacity?: number;
+  /**
+   * Post the predictions of endpoints with quality settings to `controlUrl` (for outcome
+   * joins). Default: when snapshots come from the control plane.
+   */
+  readonly reportPredictions?: boolean;
+  /** Between two prediction reports, ms. Default 1 000. */
+  readonly predictionReportIntervalMs?: number;
 }
 
 export interface RunningGateway {
@@ -177,6 +193,16 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   });
   metrics.watchActivator(() => activator.allHeld());
   const loadCounter = new LoadCounter((endpoint) => activator.held(endpoint));
+  // Prediction log and quality (issue 15): queues behind each answered request, off its path.
+  const predictions = new PredictionSinks({
+    logDir: options.predictionLogDir ?? join(options.stateDir, '..', 'prediction-log'),
+    ...(options.predictionLogQueueCapacity === undefined
+      ? {}
+      : { logQueueCapacity: options.predictionLogQueueCapacity }),
+    metrics,
+    random: options.random ?? Math.random,
+    warn: (fields, message) => log.warn(fields, message),
+  });
   const state: GatewayState = {
     table: null,
     metrics,
@@ -205,6 +231,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       badSchema,
       trafficContext,
       loadCounter,
+      predictions,
     );
     // Held requests of endpoints that now have a ready replica go on, from the new table.
     const table = state.table;
@@ -295,6 +322,16 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     });
     loadReporter.start();
   }
+  if (options.reportPredictions ?? snapshotsFromControl) {
+    predictions.startReporting({
+      controlUrl: controlUrlNow,
+      token: controlTokenNow,
+      intervalMs: options.predictionReportIntervalMs ?? 1_000,
+      timeoutMs: 5_000,
+      gateway: `${hostname()}:${process.pid}`,
+      log,
+    });
+  }
   log.info({ url }, 'gateway listening');
 
   let closing: Promise<void> | null = null;
@@ -313,6 +350,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
         await shadows.close();
         await reporter?.stop();
         await loadReporter?.stop();
+        await predictions.close();
         await wakeCaller.close();
         await replicas.close();
         await persister.flush();

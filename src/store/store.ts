@@ -7,6 +7,12 @@
 
 import type { TokenUsageRow, UsageQuery, UsageRow } from './cost-records.ts';
 import type {
+  JoinedPrediction,
+  NewPrediction,
+  OutcomeItem,
+  OutcomeJoinStatus,
+} from './quality-records.ts';
+import type {
   ApiKeyRecord,
   EndpointRecord,
   NewEndpoint,
@@ -312,6 +318,31 @@ export interface Store {
   // --- issue 15 C: drift windows (drift-records.ts) ---------------------------------------------
 
   // --- issue 15 D: predictions and outcomes (quality-records.ts) ---------------------------------------------
+  /** Stores the gateways' predictions; a request id already stored is kept. Returns how many added. */
+  addPredictions(rows: readonly NewPrediction[]): Promise<number>;
+  /**
+   * Joins outcomes to an endpoint's predictions (one transaction): one status per item, in
+   * order; predictions made before `windowStartMs` are `expired`.
+   */
+  joinOutcomes(
+    endpoint: string,
+    items: readonly OutcomeItem[],
+    windowStartMs: number,
+    nowMs: number,
+  ): Promise<readonly OutcomeJoinStatus[]>;
+  /** Joined predictions made in [sinceMs, untilMs), oldest first; `slice`: that slice only. */
+  listJoinedPredictions(query: {
+    readonly endpoint: string;
+    readonly sinceMs: number;
+    readonly untilMs?: number;
+    readonly slice?: string;
+  }): Promise<readonly JoinedPrediction[]>;
+  /** Deletes unjoined predictions made before one time and joined ones before another. */
+  prunePredictions(
+    endpoint: string,
+    unjoinedBeforeMs: number,
+    joinedBeforeMs: number,
+  ): Promise<number>;
 
   // --- issue 15 E: cost and usage (cost-records.ts) ---------------------------------------------
   /** Adds replica time into the hour rows (same endpoint, team, hour and shape: seconds add). */

@@ -16,6 +16,7 @@ import { registerSystemRoutes } from './routes-system.ts';
 import { registerObservabilityRoutes } from './routes-observability.ts';
 import { registerCostRoutes } from './routes-cost.ts';
 import { registerSloRoutes } from './routes-slo.ts';
+import { registerQualityRoutes } from './routes-quality.ts';
 import type { ObservabilityServices } from '../observability/observability-services.ts';
 import { registerPoolRoutes } from './routes-pools.ts';
 import { registerServingRoutes } from './routes-serving.ts';
@@ -95,6 +96,9 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
   if (observability !== undefined) registerObservabilityRoutes(app, observability);
   if (observability?.cost !== undefined) registerCostRoutes(app, observability.cost, options.clock);
   if (observability?.slo !== undefined) registerSloRoutes(app, observability.slo);
+  const quality = observability?.quality;
+  if (quality !== undefined)
+    registerQualityRoutes(app, options.registry.store, quality, options.clock);
   if (options.serving !== undefined) {
     const { endpoints, reconciler } = options.serving;
     registerServingRoutes(app, options.registry.store, endpoints, reconciler);

@@ -6,6 +6,7 @@
 import type { Registry as MetricsRegistry } from 'prom-client';
 import type { CostService } from './cost-service.ts';
 import type { SloService } from './slo/slo-service.ts';
+import type { QualityService } from './quality-service.ts';
 
 export interface ObservabilityServices {
   /**
@@ -17,4 +18,6 @@ export interface ObservabilityServices {
   readonly cost?: CostService;
   /** SLOs and alerts (F): SLIs from the load reports, burn-rate alerts, webhooks, rules. */
   slo?: SloService;
+  /** Predictions joined with outcomes: model quality (D, docs/outcomes.md). */
+  readonly quality?: QualityService;
 }

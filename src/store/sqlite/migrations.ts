@@ -338,8 +338,24 @@ export const sqliteMigrations: readonly Migration[] = [
   {
     version: 9,
     name: 'predictions-and-outcomes',
-    // Issue 15, D: predictions awaiting outcomes, joined outcomes. Reserved: filled by its area before it ships.
-    sql: `SELECT 1;`,
+    // Issue 15, D: predictions awaiting outcomes, joined outcomes (sqlite-quality.ts).
+    sql: `
+      CREATE TABLE predictions (
+        endpoint     TEXT NOT NULL,
+        request_id   TEXT NOT NULL,
+        model        TEXT NOT NULL,
+        version      INTEGER NOT NULL,
+        -- the answer's score (classification) or value (regression)
+        prediction   REAL NOT NULL,
+        slice        TEXT,
+        -- epoch ms the request arrived at the gateway
+        at_ms        INTEGER NOT NULL,
+        outcome      REAL,
+        joined_at_ms INTEGER,
+        PRIMARY KEY (endpoint, request_id)
+      );
+      CREATE INDEX predictions_time ON predictions(endpoint, at_ms);
+    `,
   },
   {
     version: 10,

@@ -48,6 +48,13 @@ import { SqliteSloTables } from './sqlite-slo.ts';
 import { SqliteProfileTables } from './sqlite-profiles.ts';
 import type { DataProfile } from '../../observability/profile/data-profile.ts';
 import type { VersionProfile } from '../profile-records.ts';
+import { SqliteQualityTables } from './sqlite-quality.ts';
+import type {
+  JoinedPrediction,
+  NewPrediction,
+  OutcomeItem,
+  OutcomeJoinStatus,
+} from '../quality-records.ts';
 import type { AuditRecord, NewAuditRecord, NewToken, TokenRecord } from '../access-records.ts';
 import type {
   EndpointTrafficRecord,
@@ -113,6 +120,7 @@ export class SqliteStore implements Store {
   private readonly cost: SqliteCostTables;
   private readonly slo: SqliteSloTables;
   private readonly profiles: SqliteProfileTables;
+  private readonly quality: SqliteQualityTables;
 
   private constructor(db: Database.Database, clock: Clock) {
     this.db = db;
@@ -128,6 +136,7 @@ export class SqliteStore implements Store {
     this.cost = new SqliteCostTables(db);
     this.slo = new SqliteSloTables(db, clock);
     this.profiles = new SqliteProfileTables(db, clock);
+    this.quality = new SqliteQualityTables(db);
   }
 
   static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
@@ -825,6 +834,38 @@ export class SqliteStore implements Store {
   // ---------------------------------------------------------------- issue 15 C: drift windows
 
   // ---------------------------------------------------------------- issue 15 D: predictions and outcomes
+
+  addPredictions(rows: readonly NewPrediction[]): Promise<number> {
+    return this.run(() => this.quality.addPredictions(rows));
+  }
+
+  joinOutcomes(
+    endpoint: string,
+    items: readonly OutcomeItem[],
+    windowStartMs: number,
+    nowMs: number,
+  ): Promise<readonly OutcomeJoinStatus[]> {
+    return this.run(() => this.quality.joinOutcomes(endpoint, items, windowStartMs, nowMs));
+  }
+
+  listJoinedPredictions(query: {
+    readonly endpoint: string;
+    readonly sinceMs: number;
+    readonly untilMs?: number;
+    readonly slice?: string;
+  }): Promise<readonly JoinedPrediction[]> {
+    return this.run(() => this.quality.listJoined(query));
+  }
+
+  prunePredictions(
+    endpoint: string,
+    unjoinedBeforeMs: number,
+    joinedBeforeMs: number,
+  ): Promise<number> {
+    return this.run(() =>
+      this.quality.prunePredictions(endpoint, unjoinedBeforeMs, joinedBeforeMs),
+    );
+  }
 
   // ---------------------------------------------------------------- issue 15 E: cost and usage
 
