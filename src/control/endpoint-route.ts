@@ -241,6 +241,7 @@ export function endpointRoute({
   };
   // Scale-to-zero (issue 14): the gateway holds requests while the endpoint wakes.
   const activation = activationOf(endpoint);
+  const tracing = endpoint.config.observability?.tracing;
   return {
     name: endpoint.name,
     team: endpoint.team,
@@ -260,6 +261,8 @@ export function endpointRoute({
     replicas: serving.map(replicaRoute),
     ...(trafficRoute === undefined ? {} : { traffic: trafficRoute }),
     ...(activation === null ? {} : { activation }),
+    // Trace sampling (issue 15): the gateway reads it per request, no replica restarts.
+    ...(tracing === undefined ? {} : { tracing: { sampleRate: tracing.sampleRate } }),
   };
 }
 

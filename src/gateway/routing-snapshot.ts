@@ -72,6 +72,16 @@ export interface EndpointRoute {
    * loaded. Absent: dedicated replicas.
    */
   readonly pool?: PoolRoute;
+  /**
+   * OpenTelemetry head sampling (issue 15, docs/tracing.md): the share of this endpoint's new
+   * traces the gateway records while tracing is on. Absent: the default rate (1 %).
+   */
+  readonly tracing?: TracingRoute;
+}
+
+export interface TracingRoute {
+  /** 0..1; a caller's sampled `traceparent` is followed whatever the rate. */
+  readonly sampleRate: number;
 }
 
 export interface ActivationRoute {

@@ -17,6 +17,7 @@ import { integerOption, parseNumber } from '../arguments.ts';
 import { homeOf } from '../context.ts';
 import { CliError, usageError } from '../errors.ts';
 import { writeOut } from '../output.ts';
+import { otlpUrlProblem } from '../../observability/tracing/otlp-url.ts';
 
 interface UpOptions {
   readonly port: number;
@@ -27,6 +28,7 @@ interface UpOptions {
   readonly apiOnly?: boolean;
   readonly maxUploadBytes?: number;
   readonly inventory?: string;
+  readonly otlp?: string;
 }
 
 export function registerUpCommand(program: Command): void {
@@ -59,9 +61,17 @@ export function registerUpCommand(program: Command): void {
       '--inventory <file>',
       'the nodes replicas are placed on (JSON; default: <home>/inventory.json, else this machine)',
     )
+    .option(
+      '--otlp <url>',
+      'export OpenTelemetry traces of the gateway and workers to this OTLP/HTTP collector, e.g. http://127.0.0.1:4318 (docs/tracing.md)',
+    )
     .action(async (options: UpOptions, command: Command) => {
       for (const port of [options.port, options.gatewayPort]) {
         if (port > 65535) throw usageError(`invalid port ${port}: expected 0–65535`);
+      }
+      if (options.otlp !== undefined) {
+        const problem = otlpUrlProblem(options.otlp);
+        if (problem !== null) throw usageError(`invalid --otlp ${options.otlp}: ${problem}`);
       }
       const maxUploadBytes = options.maxUploadBytes ?? maxUploadBytesFromEnv();
       const home = homeOf(command);
@@ -87,6 +97,7 @@ export function registerUpCommand(program: Command): void {
           detached: true,
           ...(maxUploadBytes === undefined ? {} : { maxUploadBytes }),
           ...(options.inventory === undefined ? {} : { inventory: options.inventory }),
+          ...(options.otlp === undefined ? {} : { otlpUrl: options.otlp }),
         });
       } catch (error) {
         throw startError(error, options.host, options.port);
