@@ -133,3 +133,14 @@ test('one request traced across the gateway and worker processes, exported over 
   // The untraced request (rate 0, no caller context) left nothing at the collector.
   assert.deepEqual([...new Set(receiver.spans.map((s) => s.traceId))], [callerTrace]);
 });
+
+test('a sample rate out of range is refused at deploy, naming the field', async () => {
+  const refused = await call(platform.url, 'PUT', '/api/v1/endpoints/fraud-bad', {
+    model: 'fraud',
+    config: { observability: { tracing: { sampleRate: 1.5 } } },
+  });
+  assert.equal(refused.status, 400);
+  const error = (refused.body as { error: { code: string; message: string } }).error;
+  assert.equal(error.code, 'KILN_OBSERVABILITY_INVALID');
+  assert.match(error.message, /tracing: sampleRate must be a number from 0 to 1, not 1\.5/);
+});
