@@ -34,6 +34,7 @@ import { RolloutController } from './traffic/rollout-controller.ts';
 import { TrafficService, trafficOptionsFromEnv } from './traffic/traffic-service.ts';
 import { AutoscaleController } from './autoscale/autoscale-controller.ts';
 import { WorkerLoadPoller } from './autoscale/worker-load-poller.ts';
+import { otlpUrlProblem } from '../observability/tracing/otlp-url.ts';
 
 export interface PlatformOptions {
   readonly home: string;
@@ -104,6 +105,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   const clock = options.clock ?? systemClock;
   // Before anything is opened: a bad setting refuses the start and leaves nothing held.
   const trafficOptions = trafficOptionsFromEnv(process.env);
+  const otlpProblem = options.otlpUrl === undefined ? null : otlpUrlProblem(options.otlpUrl);
+  if (otlpProblem !== null) throw new Error(`invalid otlpUrl ${options.otlpUrl}: ${otlpProblem}`);
   await mkdir(home, { recursive: true });
   const placer = new Placer(await loadInventory(home, options.inventory));
   const apiOnly = options.apiOnly === true;
