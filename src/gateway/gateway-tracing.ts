@@ -35,7 +35,8 @@ export function traceRequest(
   req: GatewayRequest,
   entry: EndpointEntry,
   traceparent: string,
-  form: 'v1' | 'v2',
+  /** The route as OpenTelemetry's `http.route` names it, e.g. `/v2/models/{model}/infer`. */
+  route: string,
   requestId: string,
 ): RequestTrace {
   const caller = parseTraceparent(req.headers.traceparent);
@@ -47,7 +48,6 @@ export function traceRequest(
     if (caller !== null) return { span: null, traceparent };
     return { span: null, traceparent: `${traceparent.slice(0, 53)}00` };
   }
-  const route = form === 'v1' ? '/v1/models/{model}:predict' : '/v2/models/{model}/infer';
   const tracestate = req.headers.tracestate;
   const span = tracer.startRequest(
     `POST ${route}`,
