@@ -242,6 +242,7 @@ export function endpointRoute({
   };
   // Scale-to-zero (issue 14): the gateway holds requests while the endpoint wakes.
   const activation = activationOf(endpoint);
+  const tracing = endpoint.config.observability?.tracing;
   return {
     name: endpoint.name,
     team: endpoint.team,
@@ -262,6 +263,8 @@ export function endpointRoute({
     ...(trafficRoute === undefined ? {} : { traffic: trafficRoute }),
     ...(activation === null ? {} : { activation }),
     ...predictionRoutes(endpoint.config.observability),
+    // Trace sampling (issue 15): the gateway reads it per request, no replica restarts.
+    ...(tracing === undefined ? {} : { tracing: { sampleRate: tracing.sampleRate } }),
   };
 }
 

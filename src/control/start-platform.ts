@@ -39,6 +39,7 @@ import { AutoscaleController } from './autoscale/autoscale-controller.ts';
 import { WorkerLoadPoller } from './autoscale/worker-load-poller.ts';
 import { CostService } from './observability/cost-service.ts';
 import { loadPrices } from './observability/load-prices.ts';
+import { otlpUrlProblem } from '../observability/tracing/otlp-url.ts';
 
 export interface PlatformOptions {
   readonly home: string;
@@ -75,6 +76,11 @@ export interface PlatformOptions {
   readonly inventory?: string;
   /** Cost price table (issue 15): default `<home>/prices.json`, else the documented defaults. */
   readonly prices?: string;
+  /**
+   * The gateway and workers export OpenTelemetry traces to this OTLP/HTTP collector (`kiln up
+   * --otlp URL`; docs/tracing.md). Absent: tracing off, nothing loaded or recorded.
+   */
+  readonly otlpUrl?: string;
 }
 
 export interface RunningPlatform {
@@ -106,6 +112,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   const clock = options.clock ?? systemClock;
   // Before anything is opened: a bad setting refuses the start and leaves nothing held.
   const trafficOptions = trafficOptionsFromEnv(process.env);
+  const otlpProblem = options.otlpUrl === undefined ? null : otlpUrlProblem(options.otlpUrl);
+  if (otlpProblem !== null) throw new Error(`invalid otlpUrl ${options.otlpUrl}: ${otlpProblem}`);
   await mkdir(home, { recursive: true });
   const placer = new Placer(await loadInventory(home, options.inventory));
   const prices = await loadPrices(home, options.prices);
@@ -125,6 +133,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     runDir: join(home, 'run'),
     detached,
     prestartStandby: detached,
+    ...(options.otlpUrl === undefined ? {} : { otlpUrl: options.otlpUrl }),
   });
   // Where a detached gateway finds this control plane (rewritten by every start).
   const controlUrlFile = join(home, 'run', 'platform.url');
@@ -294,6 +303,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
         port: options.gatewayPort ?? 8000,
         stateDir: join(home, 'gateway'),
         ...(detached ? { controlUrlFile } : {}),
+        ...(options.otlpUrl === undefined ? {} : { otlpUrl: options.otlpUrl }),
       });
       gatewayUrl = (await gateway.adopt()) ?? (await gateway.start());
     }

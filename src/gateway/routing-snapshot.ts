@@ -83,6 +83,11 @@ export interface EndpointRoute {
    * control plane, where outcomes are joined to it (quality-reporter.ts). Absent: none.
    */
   readonly quality?: QualityRoute;
+  /**
+   * OpenTelemetry head sampling (issue 15, docs/tracing.md): the share of this endpoint's new
+   * traces the gateway records while tracing is on. Absent: the default rate (1 %).
+   */
+  readonly tracing?: TracingRoute;
 }
 
 /** What the gateway needs of an endpoint's quality settings. */
@@ -92,6 +97,11 @@ export interface QualityRoute {
   /** The slice's name; null: none. Its value: the `kiln-slice` header, else `slicePath`. */
   readonly sliceKey: string | null;
   readonly slicePath: string | null;
+}
+
+export interface TracingRoute {
+  /** 0..1; a caller's sampled `traceparent` is followed whatever the rate. */
+  readonly sampleRate: number;
 }
 
 export interface ActivationRoute {

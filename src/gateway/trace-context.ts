@@ -1,7 +1,10 @@
-// Request ids and W3C trace context (https://www.w3.org/TR/trace-context/). The gateway
-// records no spans of its own yet, so it passes a valid client `traceparent` through
-// unchanged (a new parent-id would point at a span nobody exports) and starts a new trace
-// when the client sent none or a malformed one.
+// Request ids and W3C trace context (https://www.w3.org/TR/trace-context/). With tracing off
+// (no `kiln up --otlp`) the gateway records no spans, so it passes a valid client
+// `traceparent` through unchanged (a new parent-id would point at a span nobody exports) and
+// starts a new trace when the client sent none or a malformed one. With tracing on, a traced
+// request's `traceparent` names the gateway's own span instead (v2-routes.ts, kiln-tracer.ts),
+// and an untraced one without a valid client header gets a new trace marked unsampled, so
+// that the worker records nothing of it either.
 
 import { randomFillSync, randomUUID } from 'node:crypto';
 

@@ -128,6 +128,8 @@ export class WorkerChannel {
     const headers: IncomingHttpHeaders = {};
     if (typeof meta.t === 'string') headers['kiln-timeout-ms'] = meta.t;
     if (typeof meta.p === 'string') headers['kiln-priority'] = meta.p;
+    if (typeof meta.tp === 'string') headers.traceparent = meta.tp;
+    if (typeof meta.ts === 'string') headers.tracestate = meta.ts;
     // The frame's body is a view into the read buffer; the request may outlive this turn.
     this.run(id, Buffer.from(frame.body), headers);
   }
@@ -166,6 +168,8 @@ export class WorkerChannel {
     const headers: IncomingHttpHeaders = {};
     if (decoded.timeoutHeader !== undefined) headers['kiln-timeout-ms'] = decoded.timeoutHeader;
     if (decoded.priorityHeader !== undefined) headers['kiln-priority'] = decoded.priorityHeader;
+    if (decoded.traceparent !== undefined) headers.traceparent = decoded.traceparent;
+    if (decoded.tracestate !== undefined) headers.tracestate = decoded.tracestate;
     this.run(frame.id, decoded.request, headers);
   }
 

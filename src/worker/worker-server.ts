@@ -36,6 +36,9 @@ import { workerLoadSampler } from './worker-load.ts';
 import { workerLoadPath } from '../protocol/scaling/worker-load-report.ts';
 import { acceptChannel } from './worker-channel.ts';
 import type { WorkerSpec } from './worker-spec.ts';
+import type { KilnTracer } from '../observability/tracing/kiln-tracer.ts';
+import { isSampledTraceparent } from '../observability/tracing/traceparent.ts';
+import { WorkerTrace } from './worker-trace.ts';
 
 export type WorkerPhase = 'loading' | 'ready' | 'failed' | 'draining';
 
@@ -171,6 +174,8 @@ export function createWorkerServer(
   state: WorkerState,
   metrics: WorkerMetrics,
   clock: BatcherClock = monotonicClock,
+  /** Records the spans of requests whose trace context is sampled; null: tracing off. */
+  tracer: KilnTracer | null = null,
 ): Server {
   const version = String(spec.version);
   const series = { endpoint: spec.endpoint, version };
@@ -236,6 +241,11 @@ export function createWorkerServer(
     if (how.counted !== true) state.inflight += 1;
     inflightGauge.inc();
     let status = 200;
+    // Only a request the gateway traces (sampled flag) is recorded here too.
+    const trace =
+      tracer !== null && isSampledTraceparent(headers.traceparent)
+        ? WorkerTrace.start(tracer, spec, headers, clock)
+        : null;
     const fail = (error: KilnError): WorkerReply => {
       status = error.status;
       return errorReply(error);
@@ -277,9 +287,12 @@ export function createWorkerServer(
         if (deadlineMicros !== null && clock.nowMicros() >= deadlineMicros) return expired();
         executions.inc();
         batchSize.observe(decoded.request.inputs[0]?.shape[0] ?? 1);
+        const running = trace?.runtime(runtime.name, decoded.request.inputs[0]?.shape[0] ?? 1);
         outcome = await runtime.infer(controls.request);
+        running?.end();
       } else {
         const shape = batchShape(controls.request);
+        const enqueuedMicros = trace === null ? 0 : clock.nowMicros();
         const gone = watch === null ? null : new CancelFlag();
         const unwatch = gone === null ? null : watch!(() => gone.abort());
         const queued = batcher.enqueue({
@@ -303,6 +316,7 @@ export function createWorkerServer(
         switch (settled.kind) {
           case 'done':
             queueWait.observe(settled.queuedMicros / 1e6);
+            trace?.batched(enqueuedMicros, settled.batch, runtime.name, shape?.rows ?? 1);
             outcome = settled.value;
             break;
           case 'expired':
@@ -326,7 +340,10 @@ export function createWorkerServer(
         decoded.request.id === undefined
           ? { modelName: spec.endpoint, modelVersion: version }
           : { modelName: spec.endpoint, modelVersion: version, id: decoded.request.id };
-      return { status: 200, body: encodeInferResponse(outcome, meta), retryAfter: null };
+      const encoding = trace?.encode();
+      const body = encodeInferResponse(outcome, meta);
+      encoding?.end();
+      return { status: 200, body, retryAfter: null };
     } catch (error) {
       process.stderr.write(
         `worker ${spec.replicaId}: unexpected error: ${String((error as Error).stack ?? error)}\n`,
@@ -337,6 +354,7 @@ export function createWorkerServer(
       inflightGauge.dec();
       countRequest(status);
       durationSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
+      trace?.end(status);
     }
   }
 

@@ -127,6 +127,9 @@ export interface InferFrameMeta {
   readonly t?: string;
   /** `kiln-priority`, as the client sent it. */
   readonly p?: string;
+  /** A traced request's `traceparent` (the gateway's attempt span) and `tracestate`. */
+  readonly tp?: string;
+  readonly ts?: string;
 }
 
 /** A reply frame's meta: the HTTP status, and Retry-After when the worker set one. */
