@@ -43,6 +43,7 @@ import type {
   SigningPolicy,
   TrustedKey,
 } from '../registry/types.ts';
+import type { DriftWindowQuery, DriftWindowRecord, NewDriftWindow } from './drift-records.ts';
 
 export interface NewModel {
   readonly name: string;
@@ -295,6 +296,16 @@ export interface Store {
   // --- issue 15 B: reference profiles (profile-records.ts) ---------------------------------------------
 
   // --- issue 15 C: drift windows (drift-records.ts) ---------------------------------------------
+  /**
+   * Merges each profile into its window (endpoint, version, window start, slice) in one
+   * transaction; KILN_VALIDATION_FAILED for a window start off its length or sketches that do
+   * not merge with the stored ones (the whole call is refused).
+   */
+  mergeDriftWindows(rows: readonly NewDriftWindow[]): Promise<void>;
+  /** Oldest first; windowStart in [since, until). */
+  listDriftWindows(query: DriftWindowQuery): Promise<readonly DriftWindowRecord[]>;
+  /** Deletes windows that started before `before`; returns how many. */
+  pruneDriftWindows(before: string): Promise<number>;
 
   // --- issue 15 D: predictions and outcomes (quality-records.ts) ---------------------------------------------
 

@@ -42,6 +42,8 @@ import { SqliteTrafficTables } from './sqlite-traffic.ts';
 import { SqliteRolloutTables } from './sqlite-rollouts.ts';
 import { SqliteTrafficDataTables } from './sqlite-traffic-data.ts';
 import { SqliteScalingTables } from './sqlite-scaling.ts';
+import { SqliteDriftTables } from './sqlite-drift.ts';
+import type { DriftWindowQuery, DriftWindowRecord, NewDriftWindow } from '../drift-records.ts';
 import type { AuditRecord, NewAuditRecord, NewToken, TokenRecord } from '../access-records.ts';
 import type {
   EndpointTrafficRecord,
@@ -97,6 +99,7 @@ export class SqliteStore implements Store {
   private readonly rollouts: SqliteRolloutTables;
   private readonly trafficData: SqliteTrafficDataTables;
   private readonly scaling: SqliteScalingTables;
+  private readonly drift: SqliteDriftTables;
 
   private constructor(db: Database.Database, clock: Clock) {
     this.db = db;
@@ -109,6 +112,7 @@ export class SqliteStore implements Store {
     this.traffic = new SqliteTrafficTables(db, clock, this.rollouts);
     this.trafficData = new SqliteTrafficDataTables(db, clock);
     this.scaling = new SqliteScalingTables(db, clock);
+    this.drift = new SqliteDriftTables(db, clock);
   }
 
   static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
@@ -796,6 +800,18 @@ export class SqliteStore implements Store {
   // ---------------------------------------------------------------- issue 15 B: reference profiles
 
   // ---------------------------------------------------------------- issue 15 C: drift windows
+
+  mergeDriftWindows(rows: readonly NewDriftWindow[]): Promise<void> {
+    return this.run(() => this.drift.mergeWindows(rows));
+  }
+
+  listDriftWindows(query: DriftWindowQuery): Promise<readonly DriftWindowRecord[]> {
+    return this.run(() => this.drift.listWindows(query));
+  }
+
+  pruneDriftWindows(before: string): Promise<number> {
+    return this.run(() => this.drift.pruneWindows(before));
+  }
 
   // ---------------------------------------------------------------- issue 15 D: predictions and outcomes
 
