@@ -200,7 +200,12 @@ export function createWorkerServer(
   // Sketches of the inputs and outputs of requests the gateway marks for drift (issue 15),
   // taken by the control plane at GET /kiln/v1/sketches.
   const sketches = new ServingSketches(
-    { replicaId: spec.replicaId, endpoint: spec.endpoint, model: spec.model, version: spec.version },
+    {
+      replicaId: spec.replicaId,
+      endpoint: spec.endpoint,
+      model: spec.model,
+      version: spec.version,
+    },
     () => ({ featureNames: state.runtime?.featureNames ?? null }),
   );
 
