@@ -12,6 +12,7 @@ import { Command, Option } from 'commander';
 import { registerAutoscaleCommands } from './commands/autoscale.ts';
 import { registerDeployCommand } from './commands/deploy.ts';
 import { registerDownCommand } from './commands/down.ts';
+import { registerDriftCommands } from './commands/drift.ts';
 import { registerEndpointsCommands } from './commands/endpoints.ts';
 import { registerExperimentsCommands } from './commands/experiments.ts';
 import { registerGcCommand } from './commands/gc.ts';
@@ -85,6 +86,7 @@ export function buildProgram(): Command {
   registerLlmCommands(program);
   registerPlacementCommands(program);
   registerSimulateCommand(program);
+  registerDriftCommands(program);
   acceptGlobalOptionsEverywhere(program);
   return program;
 }

@@ -34,6 +34,7 @@ import { RolloutController } from './traffic/rollout-controller.ts';
 import { TrafficService, trafficOptionsFromEnv } from './traffic/traffic-service.ts';
 import { AutoscaleController } from './autoscale/autoscale-controller.ts';
 import { WorkerLoadPoller } from './autoscale/worker-load-poller.ts';
+import { startDriftService } from './observability/drift/start-drift-service.ts';
 
 export interface PlatformOptions {
   readonly home: string;
@@ -163,6 +164,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   });
   // The control plane's Prometheus registry (GET /metrics): autoscaling and issue 15's parts.
   const observability: ObservabilityServices = { metrics: new MetricsRegistry() };
+  // Drift and skew (issue 15 C): the workers' sketches, collected every 5 s (docs/drift.md).
+  observability.drift = startDriftService(store, clock, reconciler, observability.metrics);
   const autoscale = new AutoscaleController({
     store,
     clock,
@@ -179,6 +182,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       await rollouts.close();
       await autoscale.close();
       await workerLoad.close();
+      await observability.drift?.close();
       await gateway?.stop();
       await reconciler.close();
       await app?.close();
@@ -236,6 +240,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       rollouts.start();
       autoscale.start();
       workerLoad.start();
+      observability.drift?.start();
     }
     if (withGateway) {
       gateway = new GatewayProcess({

@@ -4,6 +4,7 @@
 // with one line.
 
 import type { Registry as MetricsRegistry } from 'prom-client';
+import type { DriftService } from './drift/drift-service.ts';
 
 export interface ObservabilityServices {
   /**
@@ -11,4 +12,6 @@ export interface ObservabilityServices {
    * drift (kiln_feature_psi), model quality, cost and SLO gauges register here.
    */
   readonly metrics: MetricsRegistry;
+  /** Drift and skew (C): collects the workers' sketches, reports, kiln_feature_psi. */
+  drift?: DriftService;
 }
