@@ -44,6 +44,9 @@ import { SqliteTrafficDataTables } from './sqlite-traffic-data.ts';
 import { SqliteScalingTables } from './sqlite-scaling.ts';
 import { SqliteDriftTables } from './sqlite-drift.ts';
 import type { DriftWindowQuery, DriftWindowRecord, NewDriftWindow } from '../drift-records.ts';
+import { SqliteProfileTables } from './sqlite-profiles.ts';
+import type { DataProfile } from '../../observability/profile/data-profile.ts';
+import type { VersionProfile } from '../profile-records.ts';
 import type { AuditRecord, NewAuditRecord, NewToken, TokenRecord } from '../access-records.ts';
 import type {
   EndpointTrafficRecord,
@@ -100,6 +103,7 @@ export class SqliteStore implements Store {
   private readonly trafficData: SqliteTrafficDataTables;
   private readonly scaling: SqliteScalingTables;
   private readonly drift: SqliteDriftTables;
+  private readonly profiles: SqliteProfileTables;
 
   private constructor(db: Database.Database, clock: Clock) {
     this.db = db;
@@ -113,6 +117,7 @@ export class SqliteStore implements Store {
     this.trafficData = new SqliteTrafficDataTables(db, clock);
     this.scaling = new SqliteScalingTables(db, clock);
     this.drift = new SqliteDriftTables(db, clock);
+    this.profiles = new SqliteProfileTables(db, clock);
   }
 
   static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
@@ -798,6 +803,14 @@ export class SqliteStore implements Store {
   }
 
   // ---------------------------------------------------------------- issue 15 B: reference profiles
+
+  setVersionProfile(model: string, version: number, profile: DataProfile): Promise<VersionProfile> {
+    return this.run(() => this.profiles.setVersionProfile(model, version, profile));
+  }
+
+  getVersionProfile(model: string, version: number): Promise<VersionProfile | null> {
+    return this.run(() => this.profiles.getVersionProfile(model, version));
+  }
 
   // ---------------------------------------------------------------- issue 15 C: drift windows
 
