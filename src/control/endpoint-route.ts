@@ -246,7 +246,11 @@ export function endpointRoute({
   const drift =
     driftConfig === undefined || !driftConfig.enabled
       ? null
-      : { sliceKey: driftConfig.sliceKey, slicePath: driftConfig.slicePath };
+      : {
+          sliceKey: driftConfig.sliceKey,
+          slicePath: driftConfig.slicePath,
+          sampleRate: driftConfig.sampleRate,
+        };
   return {
     name: endpoint.name,
     team: endpoint.team,

@@ -212,7 +212,8 @@ export class InferExchange
     const body = this.takeBody();
     this.clientBody = body;
     const drift = this.entry.drift;
-    if (drift !== null) this.markForDrift(drift, body);
+    if (drift !== null && (drift.sampleRate >= 1 || Math.random() < drift.sampleRate))
+      this.markForDrift(drift.slice, body);
     const traffic = this.entry.traffic;
     if (traffic !== null) {
       this.pick(traffic, body);

@@ -84,7 +84,14 @@ export interface EndpointEntry {
    * collects them (a source without segments: the `kiln-slice` header only); null: requests
    * are not marked for the workers' sketches. Variants share it.
    */
-  readonly drift: CallerKeySource | null;
+  readonly drift: DriftEntry | null;
+}
+
+/** An endpoint's drift settings compiled (issue 15): its slice source and sample rate. */
+export interface DriftEntry {
+  readonly slice: CallerKeySource;
+  /** Share of requests marked, (0, 1]. */
+  readonly sampleRate: number;
 }
 
 /** What the traffic entries of a table need besides the snapshot. */
@@ -160,9 +167,13 @@ export function buildRouteTable(
       drift:
         route.drift === undefined
           ? null
-          : keySourceOf(route.drift.sliceKey === null ? null : route.drift.slicePath, (problem) =>
-              onBadSchema(route.name, `drift.slicePath: ${problem}`),
-            ),
+          : {
+              slice: keySourceOf(
+                route.drift.sliceKey === null ? null : route.drift.slicePath,
+                (problem) => onBadSchema(route.name, `drift.slicePath: ${problem}`),
+              ),
+              sampleRate: route.drift.sampleRate ?? 1,
+            },
     };
     const policy =
       route.traffic !== undefined && traffic !== null

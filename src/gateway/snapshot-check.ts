@@ -118,6 +118,9 @@ function driftReason(value: unknown, where: string): string | null {
     const text = value[field];
     if (text !== null && !isString(text)) return `${where}.${field} is neither null nor a string`;
   }
+  const rate = value.sampleRate;
+  if (rate !== undefined && (typeof rate !== 'number' || !(rate > 0 && rate <= 1)))
+    return `${where}.sampleRate is not a number in (0, 1]`;
   return null;
 }
 

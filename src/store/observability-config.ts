@@ -20,6 +20,8 @@ export interface DriftConfig {
   readonly slicePath: string | null;
   /** Length of one drift window (sketches are merged per window), ms. */
   readonly windowMs: number;
+  /** Share of requests sketched, (0, 1] (the gateway draws per request); default 1. */
+  readonly sampleRate: number;
 }
 
 /** Sampled request/response log to rotating local JSONL files (src/observability/prediction-log/). */

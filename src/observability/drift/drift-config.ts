@@ -2,7 +2,7 @@
 // every field checked and named when wrong, the defaults filled.
 //
 //   {"enabled"?: bool = true, "sliceKey"?: name | null, "slicePath"?: key path | null,
-//    "windowMs"?: 1 000 .. 86 400 000 = 300 000}
+//    "windowMs"?: 1 000 .. 86 400 000 = 300 000, "sampleRate"?: (0, 1] = 1}
 //
 // A slice path needs a slice key (the key names the slices in reports); a slice key alone
 // takes its values from the `kiln-slice` header only.
@@ -15,7 +15,7 @@ export const defaultDriftWindowMs = 300_000;
 export const minDriftWindowMs = 1_000;
 export const maxDriftWindowMs = 86_400_000;
 
-const known = ['enabled', 'sliceKey', 'slicePath', 'windowMs'] as const;
+const known = ['enabled', 'sliceKey', 'slicePath', 'windowMs', 'sampleRate'] as const;
 
 /** A slice key is a name shown in reports and typed on the command line. */
 const sliceKeyPattern = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -60,5 +60,9 @@ export function resolveDriftConfig(input: unknown): Resolved<DriftConfig> {
       reason: `windowMs must be a whole number of milliseconds from ${minDriftWindowMs} to ${maxDriftWindowMs}`,
     };
   }
-  return { ok: true, value: { enabled, sliceKey, slicePath, windowMs } };
+  const sampleRate = value.sampleRate ?? 1;
+  if (typeof sampleRate !== 'number' || !(sampleRate > 0 && sampleRate <= 1)) {
+    return { ok: false, reason: 'sampleRate must be a number in (0, 1]' };
+  }
+  return { ok: true, value: { enabled, sliceKey, slicePath, windowMs, sampleRate } };
 }

@@ -6,7 +6,7 @@ import { resolveObservabilityConfig } from '../../../src/observability/observabi
 test('an empty drift object turns sketches on with the defaults', () => {
   assert.deepEqual(resolveDriftConfig({}), {
     ok: true,
-    value: { enabled: true, sliceKey: null, slicePath: null, windowMs: 300_000 },
+    value: { enabled: true, sliceKey: null, slicePath: null, windowMs: 300_000, sampleRate: 1 },
   });
   const resolved = resolveObservabilityConfig({
     drift: { sliceKey: 'country', slicePath: '$.parameters.country', windowMs: 60_000 },
@@ -19,6 +19,7 @@ test('an empty drift object turns sketches on with the defaults', () => {
         sliceKey: 'country',
         slicePath: '$.parameters.country',
         windowMs: 60_000,
+        sampleRate: 1,
       },
     },
   });
@@ -41,4 +42,7 @@ test('each bad drift field is named', () => {
   assert.match(reasonOf({ windowMs: 999 }), /^drift: windowMs must be a whole number .* 1000 to/);
   assert.match(reasonOf({ windowMs: 1.5e3 + 0.5 }), /^drift: windowMs/);
   assert.match(reasonOf({ windowMs: 86_400_001 }), /^drift: windowMs/);
+  assert.match(reasonOf({ sampleRate: 0 }), /^drift: sampleRate must be a number in \(0, 1\]/);
+  assert.match(reasonOf({ sampleRate: 1.5 }), /^drift: sampleRate/);
+  assert.match(reasonOf({ sampleRate: '0.5' }), /^drift: sampleRate/);
 });
