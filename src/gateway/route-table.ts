@@ -164,8 +164,9 @@ export function buildRouteTable(
       traffic: null,
       counts: null,
       load: loads?.endpoint(route.name) ?? null,
+      // Pool workers' sketches are never collected (docs/drift.md): nothing is marked for them.
       drift:
-        route.drift === undefined
+        route.drift === undefined || route.pool !== undefined
           ? null
           : {
               slice: keySourceOf(
