@@ -250,6 +250,7 @@ export function endpointRoute({
           sliceKey: driftConfig.sliceKey,
           slicePath: driftConfig.slicePath,
           sampleRate: driftConfig.sampleRate,
+          maxRequestsPerSecond: driftConfig.maxRequestsPerSecond,
         };
   return {
     name: endpoint.name,

@@ -212,7 +212,11 @@ export class InferExchange
     const body = this.takeBody();
     this.clientBody = body;
     const drift = this.entry.drift;
-    if (drift !== null && (drift.sampleRate >= 1 || Math.random() < drift.sampleRate))
+    if (
+      drift !== null &&
+      (drift.sampleRate >= 1 || Math.random() < drift.sampleRate) &&
+      (drift.bucket === null || drift.bucket.tryTake(performance.now()))
+    )
       this.markForDrift(drift.slice, body);
     const traffic = this.entry.traffic;
     if (traffic !== null) {

@@ -26,7 +26,8 @@ import type {
   RoutingSnapshot,
   VersionRoute,
 } from './routing-snapshot.ts';
-import type { TokenBucket } from './token-bucket.ts';
+import { TokenBucket } from './token-bucket.ts';
+import { performance } from 'node:perf_hooks';
 import type { TrafficCounter, VersionCounter } from './traffic-counter.ts';
 import { keySourceOf, splitOf, TrafficEntry, type ShadowEntry } from './traffic-entry.ts';
 import type { RandomSource } from '../traffic/traffic-split.ts';
@@ -92,6 +93,9 @@ export interface DriftEntry {
   readonly slice: CallerKeySource;
   /** Share of requests marked, (0, 1]. */
   readonly sampleRate: number;
+  readonly maxRequestsPerSecond: number | null;
+  /** Its token bucket (kept across snapshots while the rate holds); null: no limit. */
+  readonly bucket: TokenBucket | null;
 }
 
 /** What the traffic entries of a table need besides the snapshot. */
@@ -174,6 +178,8 @@ export function buildRouteTable(
                 (problem) => onBadSchema(route.name, `drift.slicePath: ${problem}`),
               ),
               sampleRate: route.drift.sampleRate ?? 1,
+              maxRequestsPerSecond: route.drift.maxRequestsPerSecond ?? null,
+              bucket: driftBucket(route.drift.maxRequestsPerSecond ?? null, before?.drift ?? null),
             },
     };
     const policy =
@@ -188,6 +194,13 @@ export function buildRouteTable(
     endpoints,
     apiKeys: indexApiKeys(snapshot.apiKeys),
   };
+}
+
+/** The drift marking's rate limit: the previous table's while its rate is the same. */
+function driftBucket(ratePerSecond: number | null, before: DriftEntry | null): TokenBucket | null {
+  if (ratePerSecond === null) return null;
+  if (before !== null && before.maxRequestsPerSecond === ratePerSecond) return before.bucket;
+  return new TokenBucket(ratePerSecond, ratePerSecond, performance.now());
 }
 
 /** Compiled checks of a previous table's entry and its variants, by checkKey. */

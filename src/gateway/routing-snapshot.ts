@@ -88,6 +88,8 @@ export interface DriftRoute {
   readonly slicePath: string | null;
   /** Share of requests marked, (0, 1]; absent: 1. */
   readonly sampleRate?: number;
+  /** Most requests marked per second at one gateway; absent or null: no limit. */
+  readonly maxRequestsPerSecond?: number | null;
 }
 
 export interface ActivationRoute {

@@ -72,6 +72,7 @@ async function setUp() {
           slicePath: null,
           windowMs: 60_000,
           sampleRate: 1,
+          maxRequestsPerSecond: null,
         },
       },
     },

@@ -6,7 +6,14 @@ import { resolveObservabilityConfig } from '../../../src/observability/observabi
 test('an empty drift object turns sketches on with the defaults', () => {
   assert.deepEqual(resolveDriftConfig({}), {
     ok: true,
-    value: { enabled: true, sliceKey: null, slicePath: null, windowMs: 300_000, sampleRate: 1 },
+    value: {
+      enabled: true,
+      sliceKey: null,
+      slicePath: null,
+      windowMs: 300_000,
+      sampleRate: 1,
+      maxRequestsPerSecond: 200,
+    },
   });
   const resolved = resolveObservabilityConfig({
     drift: { sliceKey: 'country', slicePath: '$.parameters.country', windowMs: 60_000 },
@@ -20,6 +27,7 @@ test('an empty drift object turns sketches on with the defaults', () => {
         slicePath: '$.parameters.country',
         windowMs: 60_000,
         sampleRate: 1,
+        maxRequestsPerSecond: 200,
       },
     },
   });
@@ -45,4 +53,8 @@ test('each bad drift field is named', () => {
   assert.match(reasonOf({ sampleRate: 0 }), /^drift: sampleRate must be a number in \(0, 1\]/);
   assert.match(reasonOf({ sampleRate: 1.5 }), /^drift: sampleRate/);
   assert.match(reasonOf({ sampleRate: '0.5' }), /^drift: sampleRate/);
+  assert.match(reasonOf({ maxRequestsPerSecond: 0 }), /^drift: maxRequestsPerSecond must be/);
+  assert.match(reasonOf({ maxRequestsPerSecond: 2.5 }), /^drift: maxRequestsPerSecond/);
+  const unlimited = resolveDriftConfig({ maxRequestsPerSecond: null });
+  assert.ok(unlimited.ok && unlimited.value.maxRequestsPerSecond === null);
 });
