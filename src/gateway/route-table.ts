@@ -90,7 +90,8 @@ export interface EndpointEntry {
 
 /** An endpoint's drift settings compiled (issue 15): its slice source and sample rate. */
 export interface DriftEntry {
-  readonly slice: CallerKeySource;
+  /** Where the slice value comes from; null: the endpoint has no slice key (none is sent). */
+  readonly slice: CallerKeySource | null;
   /** Share of requests marked, (0, 1]. */
   readonly sampleRate: number;
   readonly maxRequestsPerSecond: number | null;
@@ -173,10 +174,12 @@ export function buildRouteTable(
         route.drift === undefined || route.pool !== undefined
           ? null
           : {
-              slice: keySourceOf(
-                route.drift.sliceKey === null ? null : route.drift.slicePath,
-                (problem) => onBadSchema(route.name, `drift.slicePath: ${problem}`),
-              ),
+              slice:
+                route.drift.sliceKey === null
+                  ? null
+                  : keySourceOf(route.drift.slicePath, (problem) =>
+                      onBadSchema(route.name, `drift.slicePath: ${problem}`),
+                    ),
               sampleRate: route.drift.sampleRate ?? 1,
               maxRequestsPerSecond: route.drift.maxRequestsPerSecond ?? null,
               bucket: driftBucket(route.drift.maxRequestsPerSecond ?? null, before?.drift ?? null),
