@@ -243,6 +243,17 @@ export function endpointRoute({
   // Scale-to-zero (issue 14): the gateway holds requests while the endpoint wakes.
   const activation = activationOf(endpoint);
   const tracing = endpoint.config.observability?.tracing;
+  // Drift and skew (issue 15): the gateway marks requests for the workers' sketches.
+  const driftConfig = endpoint.config.observability?.drift;
+  const drift =
+    driftConfig === undefined || !driftConfig.enabled
+      ? null
+      : {
+          sliceKey: driftConfig.sliceKey,
+          slicePath: driftConfig.slicePath,
+          sampleRate: driftConfig.sampleRate,
+          maxRequestsPerSecond: driftConfig.maxRequestsPerSecond,
+        };
   return {
     name: endpoint.name,
     team: endpoint.team,
@@ -265,6 +276,7 @@ export function endpointRoute({
     ...predictionRoutes(endpoint.config.observability),
     // Trace sampling (issue 15): the gateway reads it per request, no replica restarts.
     ...(tracing === undefined ? {} : { tracing: { sampleRate: tracing.sampleRate } }),
+    ...(drift === null ? {} : { drift }),
   };
 }
 

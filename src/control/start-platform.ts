@@ -40,6 +40,7 @@ import { WorkerLoadPoller } from './autoscale/worker-load-poller.ts';
 import { CostService } from './observability/cost-service.ts';
 import { loadPrices } from './observability/load-prices.ts';
 import { otlpUrlProblem } from '../observability/tracing/otlp-url.ts';
+import { startDriftService } from './observability/drift/start-drift-service.ts';
 
 export interface PlatformOptions {
   readonly home: string;
@@ -204,6 +205,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     cost,
     quality: new QualityService({ store, clock, metrics }),
   };
+  // Drift and skew (issue 15 C): the workers' sketches, collected every 5 s (docs/drift.md).
+  observability.drift = startDriftService(store, clock, reconciler, observability.metrics);
   const autoscale = new AutoscaleController({
     store,
     clock,
@@ -234,6 +237,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       await workerLoad.close();
       await cost.close();
       await costLoad.close();
+      await observability.drift?.close();
       await gateway?.stop();
       await reconciler.close();
       await app?.close();
@@ -294,6 +298,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       workerLoad.start();
       cost.start();
       costLoad.start();
+      observability.drift?.start();
     }
     if (withGateway) {
       gateway = new GatewayProcess({

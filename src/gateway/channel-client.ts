@@ -88,14 +88,22 @@ export class ChannelClient {
     timeoutHeader: string | undefined,
     priorityHeader: string | undefined,
     trace: ChannelTrace | null = null,
+    /** Marks the request for the worker's drift sketches, under this slice ('': none). */
+    driftSlice?: string,
   ): number {
     let meta = '';
-    if (timeoutHeader !== undefined || priorityHeader !== undefined || trace !== null) {
+    if (
+      timeoutHeader !== undefined ||
+      priorityHeader !== undefined ||
+      trace !== null ||
+      driftSlice !== undefined
+    ) {
       meta = JSON.stringify({
         t: timeoutHeader,
         p: priorityHeader,
         tp: trace?.traceparent,
         ts: trace?.tracestate,
+        d: driftSlice,
       });
     }
     return this.sendFrame(requester, frameKind.infer, meta, body);

@@ -88,6 +88,13 @@ export interface EndpointRoute {
    * traces the gateway records while tracing is on. Absent: the default rate (1 %).
    */
   readonly tracing?: TracingRoute;
+  /**
+   * Drift and skew (issue 15): present when the endpoint collects sketches. The gateway marks
+   * each request it sends to a worker (with its slice value: the `kiln-slice` header, else the
+   * value at `slicePath`), and the worker sketches its inputs and outputs
+   * (protocol/drift/sketch-report.ts). Absent: nothing is marked, nothing sketched.
+   */
+  readonly drift?: DriftRoute;
 }
 
 /** What the gateway needs of an endpoint's quality settings. */
@@ -102,6 +109,17 @@ export interface QualityRoute {
 export interface TracingRoute {
   /** 0..1; a caller's sampled `traceparent` is followed whatever the rate. */
   readonly sampleRate: number;
+}
+
+export interface DriftRoute {
+  /** The slice key's name (`country`); null: requests carry no slice. */
+  readonly sliceKey: string | null;
+  /** Body path of the slice value (caller-key.ts syntax); `kiln-slice` wins. null: header only. */
+  readonly slicePath: string | null;
+  /** Share of requests marked, (0, 1]; absent: 1. */
+  readonly sampleRate?: number;
+  /** Most requests marked per second at one gateway; absent or null: no limit. */
+  readonly maxRequestsPerSecond?: number | null;
 }
 
 export interface ActivationRoute {

@@ -101,6 +101,8 @@ function endpointReason(value: unknown, index: number): string | null {
   if (quality !== null) return quality;
   const tracing = tracingReason(value.tracing, `${where}.tracing`);
   if (tracing !== null) return tracing;
+  const drift = driftReason(value.drift, `${where}.drift`);
+  if (drift !== null) return drift;
   return replicasReason(value.replicas, where);
 }
 
@@ -129,6 +131,23 @@ function qualityReason(value: unknown, where: string): string | null {
   for (const field of ['output', 'sliceKey', 'slicePath'] as const) {
     if (!isNullableString(value[field])) return `${where}.${field} is neither null nor a string`;
   }
+  return null;
+}
+
+/** Drift sketches (optional, issue 15): the slice key and path, each a string or null. */
+function driftReason(value: unknown, where: string): string | null {
+  if (value === undefined || value === null) return null;
+  if (!isObject(value)) return `${where} is not an object`;
+  for (const field of ['sliceKey', 'slicePath'] as const) {
+    const text = value[field];
+    if (text !== null && !isString(text)) return `${where}.${field} is neither null nor a string`;
+  }
+  const rate = value.sampleRate;
+  if (rate !== undefined && (typeof rate !== 'number' || !(rate > 0 && rate <= 1)))
+    return `${where}.sampleRate is not a number in (0, 1]`;
+  const max = value.maxRequestsPerSecond;
+  if (max !== undefined && max !== null && (typeof max !== 'number' || !(max >= 1)))
+    return `${where}.maxRequestsPerSecond is neither null nor a number >= 1`;
   return null;
 }
 
@@ -272,14 +291,20 @@ function withBound(endpoint: Fields): Fields {
   };
 }
 
-/** `activation`, `pool` and `tracing` null mean absent (the gateway reads absence only). */
+/** `activation`, `pool`, `tracing` and `drift` null mean absent (the gateway reads absence only). */
 function withoutNulls(endpoint: Fields): Fields {
-  if (endpoint.activation !== null && endpoint.pool !== null && endpoint.tracing !== null) {
+  if (
+    endpoint.activation !== null &&
+    endpoint.pool !== null &&
+    endpoint.tracing !== null &&
+    endpoint.drift !== null
+  ) {
     return endpoint;
   }
   const copy = { ...endpoint };
   if (copy.activation === null) delete copy.activation;
   if (copy.pool === null) delete copy.pool;
   if (copy.tracing === null) delete copy.tracing;
+  if (copy.drift === null) delete copy.drift;
   return copy;
 }

@@ -57,6 +57,7 @@ import type {
   SloAlertRecord,
   SloAlertUpsert,
 } from './slo-records.ts';
+import type { DriftWindowQuery, DriftWindowRecord, NewDriftWindow } from './drift-records.ts';
 import type { DataProfile } from '../observability/profile/data-profile.ts';
 import type { VersionProfile } from './profile-records.ts';
 
@@ -316,6 +317,16 @@ export interface Store {
   getVersionProfile(model: string, version: number): Promise<VersionProfile | null>;
 
   // --- issue 15 C: drift windows (drift-records.ts) ---------------------------------------------
+  /**
+   * Merges each profile into its window (endpoint, version, window start, slice) in one
+   * transaction; KILN_VALIDATION_FAILED for a window start off its length or sketches that do
+   * not merge with the stored ones (the whole call is refused).
+   */
+  mergeDriftWindows(rows: readonly NewDriftWindow[]): Promise<void>;
+  /** Oldest first; windowStart in [since, until). */
+  listDriftWindows(query: DriftWindowQuery): Promise<readonly DriftWindowRecord[]>;
+  /** Deletes windows that started before `before`; returns how many. */
+  pruneDriftWindows(before: string): Promise<number>;
 
   // --- issue 15 D: predictions and outcomes (quality-records.ts) ---------------------------------------------
   /** Stores the gateways' predictions; a request id already stored is kept. Returns how many added. */

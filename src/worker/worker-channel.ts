@@ -24,6 +24,8 @@ import { kilnError } from '../core/errors.ts';
 import { decodeTensorRequest } from '../protocol/channel/tensor-frames.ts';
 import type { DecodedInferRequest } from '../protocol/v2/decode-request.ts';
 import type { CancelWatch, WorkerReply } from './worker-server.ts';
+import { driftHeader } from '../protocol/drift/sketch-report.ts';
+import { SLICE_HEADER } from '../protocol/traffic/traffic-report.ts';
 
 export type RunInfer = (
   input: Buffer | DecodedInferRequest,
@@ -130,6 +132,7 @@ export class WorkerChannel {
     if (typeof meta.p === 'string') headers['kiln-priority'] = meta.p;
     if (typeof meta.tp === 'string') headers.traceparent = meta.tp;
     if (typeof meta.ts === 'string') headers.tracestate = meta.ts;
+    if (typeof meta.d === 'string') markForDrift(headers, meta.d);
     // The frame's body is a view into the read buffer; the request may outlive this turn.
     this.run(id, Buffer.from(frame.body), headers);
   }
@@ -170,6 +173,7 @@ export class WorkerChannel {
     if (decoded.priorityHeader !== undefined) headers['kiln-priority'] = decoded.priorityHeader;
     if (decoded.traceparent !== undefined) headers.traceparent = decoded.traceparent;
     if (decoded.tracestate !== undefined) headers.tracestate = decoded.tracestate;
+    if (decoded.driftSlice !== undefined) markForDrift(headers, decoded.driftSlice);
     this.run(frame.id, decoded.request, headers);
   }
 
@@ -190,6 +194,12 @@ export class WorkerChannel {
     this.corked = false;
     this.socket.uncork();
   }
+}
+
+/** A frame's drift mark as the headers an HTTP request would carry (sketch-report.ts). */
+function markForDrift(headers: IncomingHttpHeaders, slice: string): void {
+  headers[driftHeader] = '1';
+  if (slice !== '') headers[SLICE_HEADER] = slice;
 }
 
 function uncork(channel: WorkerChannel): void {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { buildApiServer } from '../../src/control/api/api-server.ts';
 import { Registry as MetricsRegistry } from 'prom-client';
 import { SloService } from '../../src/control/observability/slo/slo-service.ts';
+import { DriftService } from '../../src/control/observability/drift/drift-service.ts';
 import { LocalBackend } from '../../src/control/backends/local/local-backend.ts';
 import { issueToken } from '../../src/control/control-tokens.ts';
 import { EndpointService } from '../../src/control/endpoints.ts';
@@ -103,6 +104,7 @@ const declared: Readonly<Record<string, Need>> = {
   'GET /metrics': 'read',
   'GET /api/v1/endpoints/:name/slo': 'read',
   'GET /api/v1/slo/rules': 'read',
+  'GET /api/v1/endpoints/:name/drift': 'read',
 };
 
 /** Who may make a call of each need, as far as a role alone decides (a team aside). */
@@ -172,6 +174,13 @@ test('every route declares its need, and each role gets exactly what the need al
     observability: {
       metrics: new MetricsRegistry(),
       slo: new SloService({ store, clock, metrics: new MetricsRegistry() }),
+      drift: new DriftService({
+        store,
+        clock,
+        readyReplicas: () => [],
+        reference: () => Promise.resolve(null),
+        metrics: null,
+      }),
     },
   });
   after(async () => {

@@ -17,6 +17,7 @@ import { registerObservabilityRoutes } from './routes-observability.ts';
 import { registerCostRoutes } from './routes-cost.ts';
 import { registerSloRoutes } from './routes-slo.ts';
 import { registerQualityRoutes } from './routes-quality.ts';
+import { registerDriftRoutes } from './routes-drift.ts';
 import type { ObservabilityServices } from '../observability/observability-services.ts';
 import { registerPoolRoutes } from './routes-pools.ts';
 import { registerServingRoutes } from './routes-serving.ts';
@@ -99,6 +100,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
   const quality = observability?.quality;
   if (quality !== undefined)
     registerQualityRoutes(app, options.registry.store, quality, options.clock);
+  if (observability?.drift !== undefined) registerDriftRoutes(app, observability.drift);
   if (options.serving !== undefined) {
     const { endpoints, reconciler } = options.serving;
     registerServingRoutes(app, options.registry.store, endpoints, reconciler);

@@ -7,6 +7,7 @@ import type { Registry as MetricsRegistry } from 'prom-client';
 import type { CostService } from './cost-service.ts';
 import type { SloService } from './slo/slo-service.ts';
 import type { QualityService } from './quality-service.ts';
+import type { DriftService } from './drift/drift-service.ts';
 
 export interface ObservabilityServices {
   /**
@@ -20,4 +21,6 @@ export interface ObservabilityServices {
   slo?: SloService;
   /** Predictions joined with outcomes: model quality (D, docs/outcomes.md). */
   readonly quality?: QualityService;
+  /** Drift and skew (C): collects the workers' sketches, reports, kiln_feature_psi. */
+  drift?: DriftService;
 }

@@ -130,6 +130,8 @@ export interface InferFrameMeta {
   /** A traced request's `traceparent` (the gateway's attempt span) and `tracestate`. */
   readonly tp?: string;
   readonly ts?: string;
+  /** Drift sketches (issue 15): sketch the request under this slice value ('': none). */
+  readonly d?: string;
 }
 
 /** A reply frame's meta: the HTTP status, and Retry-After when the worker set one. */

@@ -22,6 +22,8 @@ interface TensorFrameMeta {
   ts?: string;
   t?: string;
   p?: string;
+  /** Drift sketches (issue 15): the slice value to sketch the request under ('': none). */
+  d?: string;
   id?: string;
   pa?: DecodedInferRequest['parameters'];
   o?: readonly string[];
@@ -33,6 +35,8 @@ export function encodeTensorRequest(
   request: DecodedInferRequest,
   timeoutHeader: string | undefined,
   priorityHeader: string | undefined,
+  /** Marks the request for the worker's drift sketches, under this slice ('': none). */
+  driftSlice?: string,
 ): { readonly meta: string; readonly body: Buffer } | null {
   let total = 0;
   for (const input of request.inputs) {
@@ -59,6 +63,7 @@ export function encodeTensorRequest(
   const meta: TensorFrameMeta = { i: entries };
   if (timeoutHeader !== undefined) meta.t = timeoutHeader;
   if (priorityHeader !== undefined) meta.p = priorityHeader;
+  if (driftSlice !== undefined) meta.d = driftSlice;
   if (request.id !== undefined) meta.id = request.id;
   if (request.parameters !== undefined) meta.pa = request.parameters;
   if (request.outputs !== undefined) meta.o = request.outputs;
@@ -74,6 +79,8 @@ export type TensorRequestResult =
       /** A traced request's `traceparent` and `tracestate` (undefined: not traced). */
       readonly traceparent: string | undefined;
       readonly tracestate: string | undefined;
+      /** Drift sketches: the slice value ('': none); undefined: not marked. */
+      readonly driftSlice: string | undefined;
     }
   | { readonly ok: false; readonly message: string };
 
@@ -128,7 +135,8 @@ export function decodeTensorRequest(metaText: string, body: Buffer): TensorReque
     !optional(meta.pa, isPlainObject) ||
     !optional(meta.id, (id) => typeof id === 'string') ||
     !optional(meta.t, (t) => typeof t === 'string') ||
-    !optional(meta.p, (p) => typeof p === 'string')
+    !optional(meta.p, (p) => typeof p === 'string') ||
+    !optional(meta.d, (d) => typeof d === 'string')
   )
     return { ok: false, message: 'a tensors frame with malformed request fields' };
   const request: DecodedInferRequest = {
@@ -145,6 +153,7 @@ export function decodeTensorRequest(metaText: string, body: Buffer): TensorReque
     priorityHeader: meta.p,
     traceparent: typeof meta.tp === 'string' ? meta.tp : undefined,
     tracestate: typeof meta.ts === 'string' ? meta.ts : undefined,
+    driftSlice: meta.d,
   };
 }
 

@@ -332,8 +332,25 @@ export const sqliteMigrations: readonly Migration[] = [
   {
     version: 8,
     name: 'drift-windows',
-    // Issue 15, C: merged drift sketches per endpoint, version, window and slice. Reserved: filled by its area before it ships.
-    sql: `SELECT 1;`,
+    // Issue 15, C: merged drift sketches per endpoint, version, window and slice.
+    sql: `
+      -- the workers' sketches (DataProfile JSON) merged per endpoint, version, window (start
+      -- in epoch ms, a multiple of window_ms) and slice ('' = overall); kept after a delete,
+      -- pruned by age
+      CREATE TABLE drift_windows (
+        endpoint        TEXT NOT NULL,
+        model           TEXT NOT NULL,
+        version         INTEGER NOT NULL,
+        window_start_ms INTEGER NOT NULL,
+        window_ms       INTEGER NOT NULL CHECK (window_ms > 0),
+        slice           TEXT NOT NULL,
+        rows            INTEGER NOT NULL CHECK (rows >= 0),
+        profile_json    TEXT NOT NULL,
+        updated_at      TEXT NOT NULL,
+        PRIMARY KEY (endpoint, model, version, window_start_ms, slice)
+      );
+      CREATE INDEX drift_windows_start ON drift_windows(window_start_ms);
+    `,
   },
   {
     version: 9,

@@ -45,6 +45,8 @@ import { SqliteScalingTables } from './sqlite-scaling.ts';
 import { SqliteCostTables } from './sqlite-cost.ts';
 import type { TokenUsageRow, UsageQuery, UsageRow } from '../cost-records.ts';
 import { SqliteSloTables } from './sqlite-slo.ts';
+import { SqliteDriftTables } from './sqlite-drift.ts';
+import type { DriftWindowQuery, DriftWindowRecord, NewDriftWindow } from '../drift-records.ts';
 import { SqliteProfileTables } from './sqlite-profiles.ts';
 import type { DataProfile } from '../../observability/profile/data-profile.ts';
 import type { VersionProfile } from '../profile-records.ts';
@@ -119,6 +121,7 @@ export class SqliteStore implements Store {
   private readonly scaling: SqliteScalingTables;
   private readonly cost: SqliteCostTables;
   private readonly slo: SqliteSloTables;
+  private readonly drift: SqliteDriftTables;
   private readonly profiles: SqliteProfileTables;
   private readonly quality: SqliteQualityTables;
 
@@ -135,6 +138,7 @@ export class SqliteStore implements Store {
     this.scaling = new SqliteScalingTables(db, clock);
     this.cost = new SqliteCostTables(db);
     this.slo = new SqliteSloTables(db, clock);
+    this.drift = new SqliteDriftTables(db, clock);
     this.profiles = new SqliteProfileTables(db, clock);
     this.quality = new SqliteQualityTables(db);
   }
@@ -832,6 +836,18 @@ export class SqliteStore implements Store {
   }
 
   // ---------------------------------------------------------------- issue 15 C: drift windows
+
+  mergeDriftWindows(rows: readonly NewDriftWindow[]): Promise<void> {
+    return this.run(() => this.drift.mergeWindows(rows));
+  }
+
+  listDriftWindows(query: DriftWindowQuery): Promise<readonly DriftWindowRecord[]> {
+    return this.run(() => this.drift.listWindows(query));
+  }
+
+  pruneDriftWindows(before: string): Promise<number> {
+    return this.run(() => this.drift.pruneWindows(before));
+  }
 
   // ---------------------------------------------------------------- issue 15 D: predictions and outcomes
 
