@@ -19,6 +19,7 @@ import { registerHealthCommand } from './commands/health.ts';
 import { registerKeysCommands } from './commands/keys.ts';
 import { registerLlmCommands } from './commands/llm.ts';
 import { registerModelsCommands } from './commands/models.ts';
+import { registerObserveCommands } from './commands/observe.ts';
 import { registerPlacementCommands } from './commands/placement.ts';
 import { registerPolicyCommands } from './commands/policy.ts';
 import { registerPoolsCommands } from './commands/pools.ts';
@@ -73,6 +74,7 @@ export function buildProgram(): Command {
   registerPoolsCommands(program);
   registerTrafficCommands(program);
   registerAutoscaleCommands(program);
+  registerObserveCommands(program);
   registerExperimentsCommands(program);
   registerPredictCommand(program);
   registerKeysCommands(program);
