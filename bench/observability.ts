@@ -1,0 +1,368 @@
+// `npm run bench -- observability [--seconds 3] [--rounds 5] [--concurrency 16]`: what
+// observability costs the serving path. The tree endpoint `bench` (fixtures/trees/
+// bench-fraud.ubj, one row per request, its slice in `parameters.country`) is served through
+// the gateway by two platforms side by side:
+//
+//   plain    started without an OTLP collector: no tracing SDK is loaded anywhere
+//   traced   started with `otlpUrl` pointing at a local OTLP/HTTP receiver in this process
+//            (it answers 200 and counts what it gets, so the export's cost is in the figures)
+//
+// and each case puts the endpoint's observability settings in force through
+// `PUT /api/v1/endpoints/bench/observability` (no restart), then runs a closed loop:
+//
+//   off                    plain, no settings                      the baseline
+//   sketches               plain, drift on (input/output sketches on the workers, by slice)
+//   sketches + trace 1%    traced, drift on, tracing.sampleRate 0.01   the GOAL case
+//   trace 100%             traced, tracing.sampleRate 1
+//   sketches + trace 100%  traced, both
+//
+// Each round runs the baseline, a case, the baseline, the next case, …, in another order each
+// round: a case is compared with the baseline runs either side of it, so a machine whose speed
+// drifts (2 shared cores here) weighs on both alike. A case's loss is 1 - the median over
+// rounds of its req/s over its neighbours' mean; its latency percentiles pool every round.
+//
+// Beside throughput, each case's CPU per request: the user + system time of the platform's
+// gateway and worker processes (/proc/PID/stat) over the measured loop, divided by its
+// answers. On a shared machine throughput swings with the neighbours' load; CPU per request
+// barely does, and when serving is CPU-bound throughput lost = 1 - cpu(off) / cpu(case).
+//
+// GOAL observability.overhead_fraction <= 0.05: 1 - rps(sketches + trace 1%) / rps(off).
+// The 100 %-sampling cost is printed beside it (no goal: it is the price of full tracing).
+
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFileSync, readdirSync } from 'node:fs';
+import { call } from '../test/helpers/platform.ts';
+import { closedLoop, type LoadResult, type LoadTarget } from './_load.ts';
+import { startBenchPlatform, type BenchPlatform } from './_platform.ts';
+import { goal, percentile, table } from './_report.ts';
+
+const root = new URL('../', import.meta.url).pathname;
+
+function option(args: readonly string[], name: string, fallback: number): number {
+  const at = args.indexOf(`--${name}`);
+  const value = at >= 0 ? Number(args[at + 1]) : fallback;
+  return Number.isFinite(value) && value > 0 ? value : fallback;
+}
+
+interface Case {
+  readonly name: string;
+  readonly platform: 'plain' | 'traced';
+  readonly settings: Record<string, unknown>;
+  readonly sketches: boolean;
+  readonly sampleRate: number;
+}
+
+const drift = {
+  enabled: true,
+  sliceKey: 'country',
+  slicePath: '$.parameters.country',
+  windowMs: 60_000,
+};
+
+const cases: readonly Case[] = [
+  { name: 'off', platform: 'plain', settings: {}, sketches: false, sampleRate: 0 },
+  { name: 'sketches', platform: 'plain', settings: { drift }, sketches: true, sampleRate: 0 },
+  {
+    name: 'sketches + trace 1%',
+    platform: 'traced',
+    settings: { drift, tracing: { sampleRate: 0.01 } },
+    sketches: true,
+    sampleRate: 0.01,
+  },
+  {
+    name: 'trace 100%',
+    platform: 'traced',
+    settings: { tracing: { sampleRate: 1 } },
+    sketches: false,
+    sampleRate: 1,
+  },
+  {
+    name: 'sketches + trace 100%',
+    platform: 'traced',
+    settings: { drift, tracing: { sampleRate: 1 } },
+    sketches: true,
+    sampleRate: 1,
+  },
+];
+
+/** An OTLP/HTTP collector stand-in: answers every export 200 and counts them. */
+class OtlpReceiver {
+  exports = 0;
+  bytes = 0;
+  private readonly server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    let size = 0;
+    request.on('data', (chunk: Buffer) => (size += chunk.length));
+    request.on('end', () => {
+      if (request.url?.startsWith('/v1/traces') === true) {
+        this.exports += 1;
+        this.bytes += size;
+      }
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end('{}');
+    });
+  });
+
+  async start(): Promise<string> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  close(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+const ticksPerSecond = 100; // CLK_TCK on Linux
+
+/** CPU time (user + system, ms) of `pids` so far; a pid gone counts 0. */
+function cpuMs(pids: readonly number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      // Fields after the command (which may hold spaces): state is 3rd, utime 14th, stime 15th.
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // gone
+    }
+  }
+  return (ticks * 1000) / ticksPerSecond;
+}
+
+/** The platform's gateway (its command line names the home) and its replicas' workers. */
+async function servingPids(bench: BenchPlatform): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const command = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (command.includes('--state-dir') && command.includes(bench.home)) pids.push(Number(entry));
+    } catch {
+      // gone
+    }
+  }
+  const status = (await call(bench.platform.url, 'GET', '/api/v1/endpoints/bench')).body as {
+    status: { replicas: { pid: number | null }[] };
+  };
+  for (const replica of status.status.replicas) if (replica.pid !== null) pids.push(replica.pid);
+  return pids;
+}
+
+/** Puts `settings` in force on the endpoint `bench` (PUT replaces them whole). */
+async function applySettings(
+  bench: BenchPlatform,
+  settings: Record<string, unknown>,
+): Promise<void> {
+  const response = await call(
+    bench.platform.url,
+    'PUT',
+    '/api/v1/endpoints/bench/observability',
+    settings,
+  );
+  if (response.status !== 200) {
+    throw new Error(`observability settings refused: ${JSON.stringify(response.body)}`);
+  }
+}
+
+function requestBody(): string {
+  const fixture = JSON.parse(
+    readFileSync(`${root}fixtures/trees/bench-fraud.rows.json`, 'utf8'),
+  ) as { rows: (number | null)[][] };
+  const row = fixture.rows.find((r) => r.every((v) => v !== null)) ?? fixture.rows[0] ?? [];
+  return JSON.stringify({
+    parameters: { country: 'de' },
+    inputs: [{ name: 'input', shape: [1, row.length], datatype: 'FP32', data: row }],
+  });
+}
+
+interface CaseFigures {
+  /** Per round: this case's req/s over the mean of the baseline runs either side of it. */
+  readonly rpsRatios: number[];
+  /** Per round: this case's CPU per request over the baseline's either side. */
+  readonly cpuRatios: number[];
+  readonly rps: number[];
+  readonly latencies: number[];
+  errors: number;
+  exports: number;
+  cpuMs: number;
+  answers: number;
+}
+
+interface Run {
+  readonly rps: number;
+  readonly cpuUsPerRequest: number;
+}
+
+function median(values: readonly number[]): number {
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
+}
+
+export async function run(args: readonly string[]): Promise<void> {
+  const seconds = option(args, 'seconds', 3);
+  const rounds = Math.floor(option(args, 'rounds', 5));
+  const concurrency = Math.floor(option(args, 'concurrency', 16));
+  const receiver = new OtlpReceiver();
+  const otlpUrl = await receiver.start();
+  const plain = await startBenchPlatform({ tempPrefix: 'kiln-bench-obs-plain-' });
+  let traced: BenchPlatform | undefined;
+  try {
+    // The platform's OTLP option (issue 15 tracing: `kiln up --otlp URL`); a platform that
+    // does not know it starts untraced, and the export counts below say so.
+    traced = await startBenchPlatform({
+      tempPrefix: 'kiln-bench-obs-traced-',
+      platform: { otlpUrl } as Record<string, unknown>,
+    });
+    const platforms = { plain, traced };
+    const pids = { plain: await servingPids(plain), traced: await servingPids(traced) };
+    const body = requestBody();
+    const target = (bench: BenchPlatform): LoadTarget => ({
+      origin: bench.gatewayUrl,
+      path: '/v2/models/bench/infer',
+      body,
+    });
+    console.log(
+      `observability: ${concurrency} closed-loop clients, ${rounds} rounds of ${seconds} s per run, ` +
+        'the tree endpoint through the gateway (one row per request); each case runs between two baseline runs',
+    );
+    console.log('warming up…');
+    for (const bench of [plain, traced, plain, traced]) {
+      await closedLoop(target(bench), concurrency, 2000);
+    }
+
+    const figures = new Map<string, CaseFigures>(
+      cases.map((c) => [
+        c.name,
+        {
+          rpsRatios: [],
+          cpuRatios: [],
+          rps: [],
+          latencies: [],
+          errors: 0,
+          exports: 0,
+          cpuMs: 0,
+          answers: 0,
+        },
+      ]),
+    );
+    let current: Record<'plain' | 'traced', string> = { plain: '', traced: '' };
+    const measure = async (c: Case, label: string): Promise<Run> => {
+      const bench = platforms[c.platform];
+      const key = JSON.stringify(c.settings);
+      if (current[c.platform] !== key) {
+        await applySettings(bench, c.settings);
+        current = { ...current, [c.platform]: key };
+        // The gateway picks the settings up from its next snapshot; a short load lets it
+        // (and the JIT) settle before the measured one.
+        await closedLoop(target(bench), concurrency, 500);
+      }
+      const exportsBefore = receiver.exports;
+      const cpuBefore = cpuMs(pids[c.platform]);
+      const result: LoadResult = await closedLoop(target(bench), concurrency, seconds * 1000);
+      const cpuUsed = cpuMs(pids[c.platform]) - cpuBefore;
+      const answers = result.latenciesMs.length;
+      const entry = figures.get(c.name);
+      if (entry !== undefined) {
+        entry.rps.push(result.rps);
+        for (const ms of result.latenciesMs) entry.latencies.push(ms);
+        entry.errors += result.errors;
+        entry.exports += receiver.exports - exportsBefore;
+        entry.cpuMs += cpuUsed;
+        entry.answers += answers;
+      }
+      const cpuUsPerRequest = (1000 * cpuUsed) / Math.max(1, answers);
+      console.log(
+        `  ${label.padEnd(30)} ${result.rps.toFixed(0).padStart(6)} req/s, ${cpuUsPerRequest.toFixed(0).padStart(4)} µs CPU/req` +
+          (result.errors > 0 ? `, ${result.errors} errors ${JSON.stringify(result.statuses)}` : ''),
+      );
+      return { rps: result.rps, cpuUsPerRequest };
+    };
+
+    const baseline = cases[0] as Case;
+    const others = cases.slice(1);
+    for (let round = 0; round < rounds; round++) {
+      // off, A, off, B, off, …: each case between two baseline runs, in another order each
+      // round (rotated, reversed every other round).
+      const order = others.map((_, i) => others[(i + round) % others.length] as Case);
+      if (round % 2 === 1) order.reverse();
+      let before = await measure(baseline, `round ${round + 1}: ${baseline.name}`);
+      for (const c of order) {
+        const run = await measure(c, `round ${round + 1}: ${c.name}`);
+        const after = await measure(baseline, `round ${round + 1}: ${baseline.name}`);
+        const entry = figures.get(c.name);
+        entry?.rpsRatios.push(run.rps / ((before.rps + after.rps) / 2));
+        entry?.cpuRatios.push(
+          run.cpuUsPerRequest / ((before.cpuUsPerRequest + after.cpuUsPerRequest) / 2),
+        );
+        before = after;
+      }
+    }
+
+    const lost = (name: string): number =>
+      name === baseline.name ? 0 : 1 - median(figures.get(name)?.rpsRatios ?? []);
+    const lostByCpu = (name: string): number =>
+      name === baseline.name ? 0 : 1 - 1 / median(figures.get(name)?.cpuRatios ?? []);
+    const rows = cases.map((c) => {
+      const entry = figures.get(c.name);
+      const sorted = [...(entry?.latencies ?? [])].sort((a, b) => a - b);
+      return [
+        c.name,
+        median(entry?.rps ?? []),
+        lost(c.name),
+        percentile(sorted, 50),
+        percentile(sorted, 95),
+        percentile(sorted, 99),
+        Math.round((1000 * (entry?.cpuMs ?? 0)) / Math.max(1, entry?.answers ?? 0)),
+        lostByCpu(c.name),
+        String(entry?.errors ?? 0),
+        c.platform === 'traced' ? String(entry?.exports ?? 0) : '-',
+      ] as (string | number)[];
+    });
+    console.log('');
+    console.log(
+      table(
+        [
+          'case',
+          'req/s',
+          'lost',
+          'p50 ms',
+          'p95 ms',
+          'p99 ms',
+          'CPU µs/req',
+          'lost by CPU',
+          'errors',
+          'OTLP exports',
+        ],
+        rows,
+      ),
+    );
+    console.log(
+      "lost: 1 - the median over rounds of the case's req/s / its neighbouring baseline runs' mean;",
+    );
+    console.log(
+      'lost by CPU: 1 - 1 / the same ratio of CPU per request (gateway + worker processes)',
+    );
+    if ((figures.get('trace 100%')?.exports ?? 0) === 0) {
+      console.log(
+        'no OTLP export reached the receiver at 100 % sampling: tracing is not wired on this build',
+      );
+    }
+    console.log('(client, gateway, workers and the OTLP receiver share this machine)');
+    console.log(
+      `100 % sampling costs ${(100 * lost('trace 100%')).toFixed(1)} % of the throughput alone ` +
+        `(${(100 * lostByCpu('trace 100%')).toFixed(1)} % by CPU), ` +
+        `${(100 * lost('sketches + trace 100%')).toFixed(1)} % with sketches ` +
+        `(${(100 * lostByCpu('sketches + trace 100%')).toFixed(1)} % by CPU)`,
+    );
+    goal('observability', 'overhead_fraction', lost('sketches + trace 1%'), '<=', 0.05);
+  } finally {
+    await traced?.close();
+    await plain.close();
+    await receiver.close();
+  }
+}
