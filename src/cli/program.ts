@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { registerAutoscaleCommands } from './commands/autoscale.ts';
+import { registerCostCommands } from './commands/cost.ts';
 import { registerDeployCommand } from './commands/deploy.ts';
 import { registerDownCommand } from './commands/down.ts';
 import { registerEndpointsCommands } from './commands/endpoints.ts';
@@ -87,6 +88,7 @@ export function buildProgram(): Command {
   registerLlmCommands(program);
   registerPlacementCommands(program);
   registerSimulateCommand(program);
+  registerCostCommands(program);
   acceptGlobalOptionsEverywhere(program);
   return program;
 }

@@ -241,6 +241,12 @@ export function endpointRoute({
   };
   // Scale-to-zero (issue 14): the gateway holds requests while the endpoint wakes.
   const activation = activationOf(endpoint);
+  // Drift and skew (issue 15): the gateway marks requests for the workers' sketches.
+  const driftConfig = endpoint.config.observability?.drift;
+  const drift =
+    driftConfig === undefined || !driftConfig.enabled
+      ? null
+      : { sliceKey: driftConfig.sliceKey, slicePath: driftConfig.slicePath };
   return {
     name: endpoint.name,
     team: endpoint.team,
@@ -260,6 +266,7 @@ export function endpointRoute({
     replicas: serving.map(replicaRoute),
     ...(trafficRoute === undefined ? {} : { traffic: trafficRoute }),
     ...(activation === null ? {} : { activation }),
+    ...(drift === null ? {} : { drift }),
   };
 }
 

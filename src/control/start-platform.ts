@@ -34,6 +34,8 @@ import { RolloutController } from './traffic/rollout-controller.ts';
 import { TrafficService, trafficOptionsFromEnv } from './traffic/traffic-service.ts';
 import { AutoscaleController } from './autoscale/autoscale-controller.ts';
 import { WorkerLoadPoller } from './autoscale/worker-load-poller.ts';
+import { CostService } from './observability/cost-service.ts';
+import { loadPrices } from './observability/load-prices.ts';
 
 export interface PlatformOptions {
   readonly home: string;
@@ -68,6 +70,8 @@ export interface PlatformOptions {
    * `<home>/inventory.json`, else this machine as one node.
    */
   readonly inventory?: string;
+  /** Cost price table (issue 15): default `<home>/prices.json`, else the documented defaults. */
+  readonly prices?: string;
 }
 
 export interface RunningPlatform {
@@ -101,6 +105,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   const trafficOptions = trafficOptionsFromEnv(process.env);
   await mkdir(home, { recursive: true });
   const placer = new Placer(await loadInventory(home, options.inventory));
+  const prices = await loadPrices(home, options.prices);
   const apiOnly = options.apiOnly === true;
   const lock = apiOnly ? null : lockHome(home);
   let store: SqliteStore;
@@ -162,7 +167,27 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
         .flatMap((r) => (r.state === 'ready' && r.url !== null ? [{ id: r.id, url: r.url }] : [])),
   });
   // The control plane's Prometheus registry (GET /metrics): autoscaling and issue 15's parts.
-  const observability: ObservabilityServices = { metrics: new MetricsRegistry() };
+  const metrics = new MetricsRegistry();
+  // Cost (issue 15 E): replica time sampled every 15 s; workers' CPU for right-sizing hints.
+  const costLoad = new WorkerLoadPoller({
+    clock,
+    intervalMs: 15_000,
+    readyReplicas: (endpoint) =>
+      reconciler
+        .replicaStatus(endpoint)
+        .flatMap((r) => (r.state === 'ready' && r.url !== null ? [{ id: r.id, url: r.url }] : [])),
+  });
+  const cost = new CostService({
+    store,
+    clock,
+    replicas: reconciler,
+    prices: prices.prices,
+    pricesSource: prices.source,
+    metrics,
+    workerLoad: costLoad,
+    log: (message) => process.stderr.write(`kiln: ${message}\n`),
+  });
+  const observability: ObservabilityServices = { metrics, cost };
   const autoscale = new AutoscaleController({
     store,
     clock,
@@ -179,6 +204,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       await rollouts.close();
       await autoscale.close();
       await workerLoad.close();
+      await cost.close();
+      await costLoad.close();
       await gateway?.stop();
       await reconciler.close();
       await app?.close();
@@ -236,6 +263,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       rollouts.start();
       autoscale.start();
       workerLoad.start();
+      cost.start();
+      costLoad.start();
     }
     if (withGateway) {
       gateway = new GatewayProcess({

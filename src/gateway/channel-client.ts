@@ -81,10 +81,12 @@ export class ChannelClient {
     body: Buffer,
     timeoutHeader: string | undefined,
     priorityHeader: string | undefined,
+    /** Marks the request for the worker's drift sketches, under this slice ('': none). */
+    driftSlice?: string,
   ): number {
     let meta = '';
-    if (timeoutHeader !== undefined || priorityHeader !== undefined) {
-      meta = JSON.stringify({ t: timeoutHeader, p: priorityHeader });
+    if (timeoutHeader !== undefined || priorityHeader !== undefined || driftSlice !== undefined) {
+      meta = JSON.stringify({ t: timeoutHeader, p: priorityHeader, d: driftSlice });
     }
     return this.sendFrame(requester, frameKind.infer, meta, body);
   }

@@ -63,6 +63,10 @@ import {
   type UpstreamSettings,
 } from './upstream-exchange.ts';
 import { sendV2Error, sendV2Message, type HeaderList } from './v2-reply.ts';
+import { callerKey, keyAtPath, type CallerKeySource } from '../traffic/caller-key.ts';
+import { parseJsonLenient } from '../protocol/v2/lenient-json.ts';
+import { maxSliceValueLength, SLICE_HEADER } from '../protocol/traffic/traffic-report.ts';
+import { driftHeader } from '../protocol/drift/sketch-report.ts';
 
 export interface ExchangeSettings extends UpstreamSettings {
   readonly upstreamTimeoutMs: number;
@@ -116,6 +120,11 @@ export class InferExchange
   private answerBytes = 0;
   /** Held before its body could be read (no schema yet): read afresh when released. */
   private readAfterHold = false;
+  /**
+   * Drift sketches (issue 15): the slice value the worker sketches this request under ('':
+   * none), or undefined when the endpoint collects no sketches (the request is not marked).
+   */
+  private driftSlice: string | undefined = undefined;
 
   constructor(
     settings: ExchangeSettings,
@@ -202,6 +211,8 @@ export class InferExchange
     }
     const body = this.takeBody();
     this.clientBody = body;
+    const drift = this.entry.drift;
+    if (drift !== null) this.markForDrift(drift, body);
     const traffic = this.entry.traffic;
     if (traffic !== null) {
       this.pick(traffic, body);
@@ -210,6 +221,24 @@ export class InferExchange
       this.series = variant.series;
     }
     this.checkAndSend(body);
+  }
+
+  /**
+   * Marks the request for the workers' drift sketches under its slice value: the `kiln-slice`
+   * header, else the value at the drift config's slice path (the body parsed only then).
+   */
+  private markForDrift(source: CallerKeySource, body: Buffer): void {
+    let slice = callerKey(source, this.req.headers[SLICE_HEADER], undefined);
+    if (slice === null && source.segments.length > 0) {
+      const parsed = parseJsonLenient(body);
+      if (parsed.ok) slice = keyAtPath(parsed.value, source.segments);
+    }
+    if (slice !== null && slice.length > maxSliceValueLength) {
+      slice = slice.slice(0, maxSliceValueLength);
+    }
+    this.driftSlice = slice ?? '';
+    this.upstreamHeaders.push(driftHeader, '1');
+    if (slice !== null) this.upstreamHeaders.push(SLICE_HEADER, slice);
   }
 
   /** Places the request in `traffic`'s split (traffic-entry.ts: caller key and slice). */
@@ -242,6 +271,7 @@ export class InferExchange
         decoded.request,
         typeof timeout === 'string' ? timeout : undefined,
         typeof priority === 'string' ? priority : undefined,
+        this.driftSlice,
       );
     } else {
       const problem = checkInferBody(body, check);
@@ -302,6 +332,7 @@ export class InferExchange
         request,
         typeof timeout === 'string' ? timeout : undefined,
         typeof priority === 'string' ? priority : undefined,
+        this.driftSlice,
       );
     }
     // Replicas without a channel (and BYTES requests) get the rewritten request as JSON.
@@ -376,6 +407,7 @@ export class InferExchange
         this.body,
         typeof timeout === 'string' ? timeout : undefined,
         typeof priority === 'string' ? priority : undefined,
+        this.driftSlice,
       );
       return;
     }

@@ -30,6 +30,7 @@ import type { TokenBucket } from './token-bucket.ts';
 import type { TrafficCounter, VersionCounter } from './traffic-counter.ts';
 import { keySourceOf, splitOf, TrafficEntry, type ShadowEntry } from './traffic-entry.ts';
 import type { RandomSource } from '../traffic/traffic-split.ts';
+import type { CallerKeySource } from '../traffic/caller-key.ts';
 
 export interface EndpointEntry {
   readonly route: EndpointRoute;
@@ -78,6 +79,12 @@ export interface EndpointEntry {
   readonly counts: VersionCounter | null;
   /** The endpoint's demand counter for load reports (a variant shares it); null: none kept. */
   readonly load: EndpointLoadCounter | null;
+  /**
+   * Drift sketches (issue 15): where a request's slice value comes from when the endpoint
+   * collects them (a source without segments: the `kiln-slice` header only); null: requests
+   * are not marked for the workers' sketches. Variants share it.
+   */
+  readonly drift: CallerKeySource | null;
 }
 
 /** What the traffic entries of a table need besides the snapshot. */
@@ -150,6 +157,12 @@ export function buildRouteTable(
       traffic: null,
       counts: null,
       load: loads?.endpoint(route.name) ?? null,
+      drift:
+        route.drift === undefined
+          ? null
+          : keySourceOf(route.drift.sliceKey === null ? null : route.drift.slicePath, (problem) =>
+              onBadSchema(route.name, `drift.slicePath: ${problem}`),
+            ),
     };
     const policy =
       route.traffic !== undefined && traffic !== null

@@ -72,6 +72,20 @@ export interface EndpointRoute {
    * loaded. Absent: dedicated replicas.
    */
   readonly pool?: PoolRoute;
+  /**
+   * Drift and skew (issue 15): present when the endpoint collects sketches. The gateway marks
+   * each request it sends to a worker (with its slice value: the `kiln-slice` header, else the
+   * value at `slicePath`), and the worker sketches its inputs and outputs
+   * (protocol/drift/sketch-report.ts). Absent: nothing is marked, nothing sketched.
+   */
+  readonly drift?: DriftRoute;
+}
+
+export interface DriftRoute {
+  /** The slice key's name (`country`); null: requests carry no slice. */
+  readonly sliceKey: string | null;
+  /** Body path of the slice value (caller-key.ts syntax); `kiln-slice` wins. null: header only. */
+  readonly slicePath: string | null;
 }
 
 export interface ActivationRoute {

@@ -94,6 +94,8 @@ function endpointReason(value: unknown, index: number): string | null {
   if (activation !== null) return activation;
   const pool = poolReason(value.pool, `${where}.pool`);
   if (pool !== null) return pool;
+  const drift = driftReason(value.drift, `${where}.drift`);
+  if (drift !== null) return drift;
   return replicasReason(value.replicas, where);
 }
 
@@ -104,6 +106,17 @@ function activationReason(value: unknown, where: string): string | null {
   for (const field of ['queueLimit', 'timeoutMs', 'coldStartBudgetMs'] as const) {
     const count = value[field];
     if (!isCount(count) || count === 0) return `${where}.${field} is not a positive integer`;
+  }
+  return null;
+}
+
+/** Drift sketches (optional, issue 15): the slice key and path, each a string or null. */
+function driftReason(value: unknown, where: string): string | null {
+  if (value === undefined || value === null) return null;
+  if (!isObject(value)) return `${where} is not an object`;
+  for (const field of ['sliceKey', 'slicePath'] as const) {
+    const text = value[field];
+    if (text !== null && !isString(text)) return `${where}.${field} is neither null nor a string`;
   }
   return null;
 }
@@ -237,11 +250,13 @@ function withBound(endpoint: Fields): Fields {
   };
 }
 
-/** `activation: null` and `pool: null` mean absent (the gateway reads absence only). */
+/** `activation: null`, `pool: null` and `drift: null` mean absent (the gateway reads absence only). */
 function withoutNulls(endpoint: Fields): Fields {
-  if (endpoint.activation !== null && endpoint.pool !== null) return endpoint;
+  if (endpoint.activation !== null && endpoint.pool !== null && endpoint.drift !== null)
+    return endpoint;
   const copy = { ...endpoint };
   if (copy.activation === null) delete copy.activation;
   if (copy.pool === null) delete copy.pool;
+  if (copy.drift === null) delete copy.drift;
   return copy;
 }

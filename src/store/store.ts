@@ -5,6 +5,7 @@
 // Conflicts the caller can cause (a taken name, an alias on a deleted version) are thrown as
 // KilnError with a registry code; "not found" is a null return.
 
+import type { TokenUsageRow, UsageQuery, UsageRow } from './cost-records.ts';
 import type {
   ApiKeyRecord,
   EndpointRecord,
@@ -43,6 +44,7 @@ import type {
   SigningPolicy,
   TrustedKey,
 } from '../registry/types.ts';
+import type { DriftWindowQuery, DriftWindowRecord, NewDriftWindow } from './drift-records.ts';
 
 export interface NewModel {
   readonly name: string;
@@ -295,10 +297,29 @@ export interface Store {
   // --- issue 15 B: reference profiles (profile-records.ts) ---------------------------------------------
 
   // --- issue 15 C: drift windows (drift-records.ts) ---------------------------------------------
+  /**
+   * Merges each profile into its window (endpoint, version, window start, slice) in one
+   * transaction; KILN_VALIDATION_FAILED for a window start off its length or sketches that do
+   * not merge with the stored ones (the whole call is refused).
+   */
+  mergeDriftWindows(rows: readonly NewDriftWindow[]): Promise<void>;
+  /** Oldest first; windowStart in [since, until). */
+  listDriftWindows(query: DriftWindowQuery): Promise<readonly DriftWindowRecord[]>;
+  /** Deletes windows that started before `before`; returns how many. */
+  pruneDriftWindows(before: string): Promise<number>;
 
   // --- issue 15 D: predictions and outcomes (quality-records.ts) ---------------------------------------------
 
   // --- issue 15 E: cost and usage (cost-records.ts) ---------------------------------------------
+  /** Adds replica time into the hour rows (same endpoint, team, hour and shape: seconds add). */
+  mergeUsage(rows: readonly UsageRow[]): Promise<void>;
+  /** Oldest hour first; hourStart in [since, until). */
+  listUsage(query: UsageQuery): Promise<readonly UsageRow[]>;
+  /** Adds LLM tokens into the hour rows (same endpoint, team and hour: counts add). */
+  mergeTokenUsage(rows: readonly TokenUsageRow[]): Promise<void>;
+  listTokenUsage(query: UsageQuery): Promise<readonly TokenUsageRow[]>;
+  /** Deletes usage and token rows whose hour starts before `before`; returns how many. */
+  pruneUsage(before: string): Promise<number>;
 
   // --- issue 15 F: SLO alerts (slo-records.ts) ---------------------------------------------
 }

@@ -24,6 +24,8 @@ import { kilnError } from '../core/errors.ts';
 import { decodeTensorRequest } from '../protocol/channel/tensor-frames.ts';
 import type { DecodedInferRequest } from '../protocol/v2/decode-request.ts';
 import type { CancelWatch, WorkerReply } from './worker-server.ts';
+import { driftHeader } from '../protocol/drift/sketch-report.ts';
+import { SLICE_HEADER } from '../protocol/traffic/traffic-report.ts';
 
 export type RunInfer = (
   input: Buffer | DecodedInferRequest,
@@ -128,6 +130,7 @@ export class WorkerChannel {
     const headers: IncomingHttpHeaders = {};
     if (typeof meta.t === 'string') headers['kiln-timeout-ms'] = meta.t;
     if (typeof meta.p === 'string') headers['kiln-priority'] = meta.p;
+    if (typeof meta.d === 'string') markForDrift(headers, meta.d);
     // The frame's body is a view into the read buffer; the request may outlive this turn.
     this.run(id, Buffer.from(frame.body), headers);
   }
@@ -166,6 +169,7 @@ export class WorkerChannel {
     const headers: IncomingHttpHeaders = {};
     if (decoded.timeoutHeader !== undefined) headers['kiln-timeout-ms'] = decoded.timeoutHeader;
     if (decoded.priorityHeader !== undefined) headers['kiln-priority'] = decoded.priorityHeader;
+    if (decoded.driftSlice !== undefined) markForDrift(headers, decoded.driftSlice);
     this.run(frame.id, decoded.request, headers);
   }
 
@@ -186,6 +190,12 @@ export class WorkerChannel {
     this.corked = false;
     this.socket.uncork();
   }
+}
+
+/** A frame's drift mark as the headers an HTTP request would carry (sketch-report.ts). */
+function markForDrift(headers: IncomingHttpHeaders, slice: string): void {
+  headers[driftHeader] = '1';
+  if (slice !== '') headers[SLICE_HEADER] = slice;
 }
 
 function uncork(channel: WorkerChannel): void {

@@ -35,6 +35,9 @@ import type { WorkerMetrics } from './worker-metrics.ts';
 import { workerLoadSampler } from './worker-load.ts';
 import { workerLoadPath } from '../protocol/scaling/worker-load-report.ts';
 import { acceptChannel } from './worker-channel.ts';
+import { ServingSketches } from './drift/serving-sketches.ts';
+import { driftHeader, sketchesPath } from '../protocol/drift/sketch-report.ts';
+import { SLICE_HEADER } from '../protocol/traffic/traffic-report.ts';
 import type { WorkerSpec } from './worker-spec.ts';
 
 export type WorkerPhase = 'loading' | 'ready' | 'failed' | 'draining';
@@ -194,6 +197,17 @@ export function createWorkerServer(
 
   // The worker's load for the autoscaler (GET /kiln/v1/load), sampled while it listens.
   const load = workerLoadSampler(spec, state);
+  // Sketches of the inputs and outputs of requests the gateway marks for drift (issue 15),
+  // taken by the control plane at GET /kiln/v1/sketches.
+  const sketches = new ServingSketches(
+    {
+      replicaId: spec.replicaId,
+      endpoint: spec.endpoint,
+      model: spec.model,
+      version: spec.version,
+    },
+    () => ({ featureNames: state.runtime?.featureNames ?? null }),
+  );
 
   function notReady(): KilnError {
     return kilnError('KILN_MODEL_NOT_READY', {
@@ -326,6 +340,14 @@ export function createWorkerServer(
         decoded.request.id === undefined
           ? { modelName: spec.endpoint, modelVersion: version }
           : { modelName: spec.endpoint, modelVersion: version, id: decoded.request.id };
+      if (headers[driftHeader] === '1') {
+        const slice = headers[SLICE_HEADER];
+        sketches.record(
+          typeof slice === 'string' ? slice : null,
+          decoded.request.inputs,
+          outcome.outputs,
+        );
+      }
       return { status: 200, body: encodeInferResponse(outcome, meta), retryAfter: null };
     } catch (error) {
       process.stderr.write(
@@ -428,6 +450,8 @@ export function createWorkerServer(
     // Any phase: a draining worker's queue is load all the same (an LLM's is its own route).
     if (request.method === 'GET' && path === workerLoadPath && spec.format !== 'hf-llm')
       return send(response, 200, JSON.stringify(load.report()));
+    if (request.method === 'GET' && path === sketchesPath)
+      return send(response, 200, JSON.stringify(sketches.take()));
     if (isOpenAiPath(path)) {
       return handleOpenAiRoute(
         request,

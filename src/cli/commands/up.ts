@@ -27,6 +27,7 @@ interface UpOptions {
   readonly apiOnly?: boolean;
   readonly maxUploadBytes?: number;
   readonly inventory?: string;
+  readonly prices?: string;
 }
 
 export function registerUpCommand(program: Command): void {
@@ -59,6 +60,10 @@ export function registerUpCommand(program: Command): void {
       '--inventory <file>',
       'the nodes replicas are placed on (JSON; default: <home>/inventory.json, else this machine)',
     )
+    .option(
+      '--prices <file>',
+      'the cost price table (JSON; default: <home>/prices.json, else the defaults in docs/cost.md)',
+    )
     .action(async (options: UpOptions, command: Command) => {
       for (const port of [options.port, options.gatewayPort]) {
         if (port > 65535) throw usageError(`invalid port ${port}: expected 0–65535`);
@@ -87,6 +92,7 @@ export function registerUpCommand(program: Command): void {
           detached: true,
           ...(maxUploadBytes === undefined ? {} : { maxUploadBytes }),
           ...(options.inventory === undefined ? {} : { inventory: options.inventory }),
+          ...(options.prices === undefined ? {} : { prices: options.prices }),
         });
       } catch (error) {
         throw startError(error, options.host, options.port);

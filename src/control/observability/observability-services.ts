@@ -4,6 +4,7 @@
 // with one line.
 
 import type { Registry as MetricsRegistry } from 'prom-client';
+import type { CostService } from './cost-service.ts';
 
 export interface ObservabilityServices {
   /**
@@ -11,4 +12,6 @@ export interface ObservabilityServices {
    * drift (kiln_feature_psi), model quality, cost and SLO gauges register here.
    */
   readonly metrics: MetricsRegistry;
+  /** Cost accounting and the chargeback report (issue 15 E; absent: `GET /api/v1/cost` 404s). */
+  readonly cost?: CostService;
 }

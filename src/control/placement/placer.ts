@@ -122,6 +122,13 @@ export class Placer {
     return this.state.get(replicaId)?.placement.node ?? null;
   }
 
+  /** What placement gave a replica and the node it is on (cost accounting); null: not placed. */
+  placed(replicaId: string): { placement: ReplicaPlacement; node: InventoryNode } | null {
+    const placement = this.state.get(replicaId)?.placement;
+    const node = this.state.inventory.nodes.find((n) => n.name === placement?.node);
+    return placement === undefined || node === undefined ? null : { placement, node };
+  }
+
   /** Why a replica of this config fits no node of the inventory even empty; null: it fits. */
   unschedulableEmpty(config: EndpointConfig, artifactBytes: number): string | null {
     if (config.resources === undefined) return null;

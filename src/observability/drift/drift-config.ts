@@ -1,12 +1,64 @@
-// Resolves the `drift` part of an endpoint's observability settings (owner: issue 15 helper C).
-// STUB from the contracts commit: accepts an object and fills nothing; its owner replaces it
-// with the full check (every field, range and default, each problem named).
+// Resolves the `drift` part of an endpoint's observability settings (owner: issue 15 helper C):
+// every field checked and named when wrong, the defaults filled.
+//
+//   {"enabled"?: bool = true, "sliceKey"?: name | null, "slicePath"?: key path | null,
+//    "windowMs"?: 1 000 .. 86 400 000 = 300 000}
+//
+// A slice path needs a slice key (the key names the slices in reports); a slice key alone
+// takes its values from the `kiln-slice` header only.
 
 import type { DriftConfig } from '../../store/observability-config.ts';
+import { compileCallerKey } from '../../traffic/caller-key.ts';
 import { objectFields, type Resolved } from '../resolved.ts';
+
+export const defaultDriftWindowMs = 300_000;
+export const minDriftWindowMs = 1_000;
+export const maxDriftWindowMs = 86_400_000;
+
+const known = ['enabled', 'sliceKey', 'slicePath', 'windowMs'] as const;
+
+/** A slice key is a name shown in reports and typed on the command line. */
+const sliceKeyPattern = /^[A-Za-z0-9_.-]{1,64}$/;
 
 export function resolveDriftConfig(input: unknown): Resolved<DriftConfig> {
   const fields = objectFields(input);
   if (!fields.ok) return fields;
-  return { ok: true, value: fields.value as unknown as DriftConfig };
+  const value = fields.value;
+  const unknown = Object.keys(value).filter((key) => !(known as readonly string[]).includes(key));
+  if (unknown.length > 0) {
+    return { ok: false, reason: `unknown field ${unknown[0]} (known: ${known.join(', ')})` };
+  }
+  const enabled = value.enabled ?? true;
+  if (typeof enabled !== 'boolean') return { ok: false, reason: 'enabled must be true or false' };
+  const sliceKey = value.sliceKey ?? null;
+  if (sliceKey !== null && (typeof sliceKey !== 'string' || !sliceKeyPattern.test(sliceKey))) {
+    return {
+      ok: false,
+      reason: 'sliceKey must be a name of 1 to 64 letters, digits, _, . or - (or null)',
+    };
+  }
+  const slicePath = value.slicePath ?? null;
+  if (slicePath !== null) {
+    if (typeof slicePath !== 'string') {
+      return { ok: false, reason: 'slicePath must be a key path such as $.parameters.country' };
+    }
+    const compiled = compileCallerKey(slicePath);
+    if (!compiled.ok) return { ok: false, reason: `slicePath: ${compiled.problem}` };
+    if (sliceKey === null) {
+      return { ok: false, reason: 'slicePath needs a sliceKey (the slices name in reports)' };
+    }
+  }
+  const windowMs = value.windowMs ?? defaultDriftWindowMs;
+  if (
+    typeof windowMs !== 'number' ||
+    !Number.isInteger(windowMs) ||
+    windowMs < minDriftWindowMs ||
+    windowMs > maxDriftWindowMs
+  ) {
+    return {
+      ok: false,
+      reason: `windowMs must be a whole number of milliseconds from ${minDriftWindowMs} to ${maxDriftWindowMs}`,
+    };
+  }
+  return { ok: true, value: { enabled, sliceKey, slicePath, windowMs } };
 }

@@ -127,6 +127,8 @@ export interface InferFrameMeta {
   readonly t?: string;
   /** `kiln-priority`, as the client sent it. */
   readonly p?: string;
+  /** Drift sketches (issue 15): sketch the request under this slice value ('': none). */
+  readonly d?: string;
 }
 
 /** A reply frame's meta: the HTTP status, and Retry-After when the worker set one. */

@@ -19,6 +19,8 @@ type InputEntry = [string, TensorDatatype, number[], number, number, TensorParam
 interface TensorFrameMeta {
   t?: string;
   p?: string;
+  /** Drift sketches (issue 15): the slice value to sketch the request under ('': none). */
+  d?: string;
   id?: string;
   pa?: DecodedInferRequest['parameters'];
   o?: readonly string[];
@@ -30,6 +32,8 @@ export function encodeTensorRequest(
   request: DecodedInferRequest,
   timeoutHeader: string | undefined,
   priorityHeader: string | undefined,
+  /** Marks the request for the worker's drift sketches, under this slice ('': none). */
+  driftSlice?: string,
 ): { readonly meta: string; readonly body: Buffer } | null {
   let total = 0;
   for (const input of request.inputs) {
@@ -56,6 +60,7 @@ export function encodeTensorRequest(
   const meta: TensorFrameMeta = { i: entries };
   if (timeoutHeader !== undefined) meta.t = timeoutHeader;
   if (priorityHeader !== undefined) meta.p = priorityHeader;
+  if (driftSlice !== undefined) meta.d = driftSlice;
   if (request.id !== undefined) meta.id = request.id;
   if (request.parameters !== undefined) meta.pa = request.parameters;
   if (request.outputs !== undefined) meta.o = request.outputs;
@@ -68,6 +73,8 @@ export type TensorRequestResult =
       readonly request: DecodedInferRequest;
       readonly timeoutHeader: string | undefined;
       readonly priorityHeader: string | undefined;
+      /** Drift sketches: the slice value ('': none); undefined: not marked. */
+      readonly driftSlice: string | undefined;
     }
   | { readonly ok: false; readonly message: string };
 
@@ -122,7 +129,8 @@ export function decodeTensorRequest(metaText: string, body: Buffer): TensorReque
     !optional(meta.pa, isPlainObject) ||
     !optional(meta.id, (id) => typeof id === 'string') ||
     !optional(meta.t, (t) => typeof t === 'string') ||
-    !optional(meta.p, (p) => typeof p === 'string')
+    !optional(meta.p, (p) => typeof p === 'string') ||
+    !optional(meta.d, (d) => typeof d === 'string')
   )
     return { ok: false, message: 'a tensors frame with malformed request fields' };
   const request: DecodedInferRequest = {
@@ -131,7 +139,13 @@ export function decodeTensorRequest(metaText: string, body: Buffer): TensorReque
     ...(meta.pa === undefined ? {} : { parameters: meta.pa }),
     ...(meta.id === undefined ? {} : { id: meta.id }),
   };
-  return { ok: true, request, timeoutHeader: meta.t, priorityHeader: meta.p };
+  return {
+    ok: true,
+    request,
+    timeoutHeader: meta.t,
+    priorityHeader: meta.p,
+    driftSlice: meta.d,
+  };
 }
 
 function isPlainObject(value: unknown): boolean {

@@ -326,8 +326,25 @@ export const sqliteMigrations: readonly Migration[] = [
   {
     version: 8,
     name: 'drift-windows',
-    // Issue 15, C: merged drift sketches per endpoint, version, window and slice. Reserved: filled by its area before it ships.
-    sql: `SELECT 1;`,
+    // Issue 15, C: merged drift sketches per endpoint, version, window and slice.
+    sql: `
+      -- the workers' sketches (DataProfile JSON) merged per endpoint, version, window (start
+      -- in epoch ms, a multiple of window_ms) and slice ('' = overall); kept after a delete,
+      -- pruned by age
+      CREATE TABLE drift_windows (
+        endpoint        TEXT NOT NULL,
+        model           TEXT NOT NULL,
+        version         INTEGER NOT NULL,
+        window_start_ms INTEGER NOT NULL,
+        window_ms       INTEGER NOT NULL CHECK (window_ms > 0),
+        slice           TEXT NOT NULL,
+        rows            INTEGER NOT NULL CHECK (rows >= 0),
+        profile_json    TEXT NOT NULL,
+        updated_at      TEXT NOT NULL,
+        PRIMARY KEY (endpoint, model, version, window_start_ms, slice)
+      );
+      CREATE INDEX drift_windows_start ON drift_windows(window_start_ms);
+    `,
   },
   {
     version: 9,
@@ -338,8 +355,38 @@ export const sqliteMigrations: readonly Migration[] = [
   {
     version: 10,
     name: 'cost-usage',
-    // Issue 15, E: usage (replica-seconds by instance type, requests, tokens). Reserved: filled by its area before it ships.
-    sql: `SELECT 1;`,
+    // Issue 15, E: usage cost reports charge (src/store/cost-records.ts). Requests are read
+    // from demand_history; prices are applied when a report is built, never stored.
+    sql: `
+      -- replica time per endpoint, team, hour (hour_ms: epoch ms, a multiple of 3 600 000)
+      -- and instance shape (accelerator_type '' for none); samples of one key add up.
+      CREATE TABLE cost_usage (
+        endpoint          TEXT NOT NULL,
+        team              TEXT NOT NULL,
+        hour_ms           INTEGER NOT NULL,
+        cpu               REAL NOT NULL CHECK (cpu >= 0),
+        memory_gib        REAL NOT NULL CHECK (memory_gib >= 0),
+        accelerator_type  TEXT NOT NULL,
+        accelerators      REAL NOT NULL CHECK (accelerators >= 0),
+        capacity          TEXT NOT NULL CHECK (capacity IN ('spot', 'on-demand')),
+        replica_seconds   REAL NOT NULL CHECK (replica_seconds >= 0),
+        observed_seconds  REAL NOT NULL CHECK (observed_seconds >= 0),
+        cpu_busy_seconds  REAL NOT NULL CHECK (cpu_busy_seconds >= 0),
+        PRIMARY KEY (endpoint, team, hour_ms, cpu, memory_gib, accelerator_type, accelerators, capacity)
+      );
+      CREATE INDEX cost_usage_hour ON cost_usage(hour_ms);
+
+      -- LLM tokens answered per endpoint, team and hour (gateway reports)
+      CREATE TABLE cost_tokens (
+        endpoint          TEXT NOT NULL,
+        team              TEXT NOT NULL,
+        hour_ms           INTEGER NOT NULL,
+        prompt_tokens     INTEGER NOT NULL CHECK (prompt_tokens >= 0),
+        completion_tokens INTEGER NOT NULL CHECK (completion_tokens >= 0),
+        PRIMARY KEY (endpoint, team, hour_ms)
+      );
+      CREATE INDEX cost_tokens_hour ON cost_tokens(hour_ms);
+    `,
   },
   {
     version: 11,

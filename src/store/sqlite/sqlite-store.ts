@@ -42,6 +42,10 @@ import { SqliteTrafficTables } from './sqlite-traffic.ts';
 import { SqliteRolloutTables } from './sqlite-rollouts.ts';
 import { SqliteTrafficDataTables } from './sqlite-traffic-data.ts';
 import { SqliteScalingTables } from './sqlite-scaling.ts';
+import { SqliteDriftTables } from './sqlite-drift.ts';
+import type { DriftWindowQuery, DriftWindowRecord, NewDriftWindow } from '../drift-records.ts';
+import { SqliteCostTables } from './sqlite-cost.ts';
+import type { TokenUsageRow, UsageQuery, UsageRow } from '../cost-records.ts';
 import type { AuditRecord, NewAuditRecord, NewToken, TokenRecord } from '../access-records.ts';
 import type {
   EndpointTrafficRecord,
@@ -97,6 +101,8 @@ export class SqliteStore implements Store {
   private readonly rollouts: SqliteRolloutTables;
   private readonly trafficData: SqliteTrafficDataTables;
   private readonly scaling: SqliteScalingTables;
+  private readonly drift: SqliteDriftTables;
+  private readonly cost: SqliteCostTables;
 
   private constructor(db: Database.Database, clock: Clock) {
     this.db = db;
@@ -109,6 +115,8 @@ export class SqliteStore implements Store {
     this.traffic = new SqliteTrafficTables(db, clock, this.rollouts);
     this.trafficData = new SqliteTrafficDataTables(db, clock);
     this.scaling = new SqliteScalingTables(db, clock);
+    this.drift = new SqliteDriftTables(db, clock);
+    this.cost = new SqliteCostTables(db);
   }
 
   static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
@@ -797,9 +805,41 @@ export class SqliteStore implements Store {
 
   // ---------------------------------------------------------------- issue 15 C: drift windows
 
+  mergeDriftWindows(rows: readonly NewDriftWindow[]): Promise<void> {
+    return this.run(() => this.drift.mergeWindows(rows));
+  }
+
+  listDriftWindows(query: DriftWindowQuery): Promise<readonly DriftWindowRecord[]> {
+    return this.run(() => this.drift.listWindows(query));
+  }
+
+  pruneDriftWindows(before: string): Promise<number> {
+    return this.run(() => this.drift.pruneWindows(before));
+  }
+
   // ---------------------------------------------------------------- issue 15 D: predictions and outcomes
 
   // ---------------------------------------------------------------- issue 15 E: cost and usage
+
+  mergeUsage(rows: readonly UsageRow[]): Promise<void> {
+    return this.run(() => this.cost.mergeUsage(rows));
+  }
+
+  listUsage(query: UsageQuery): Promise<readonly UsageRow[]> {
+    return this.run(() => this.cost.listUsage(query));
+  }
+
+  mergeTokenUsage(rows: readonly TokenUsageRow[]): Promise<void> {
+    return this.run(() => this.cost.mergeTokenUsage(rows));
+  }
+
+  listTokenUsage(query: UsageQuery): Promise<readonly TokenUsageRow[]> {
+    return this.run(() => this.cost.listTokenUsage(query));
+  }
+
+  pruneUsage(before: string): Promise<number> {
+    return this.run(() => this.cost.pruneUsage(before));
+  }
 
   // ---------------------------------------------------------------- issue 15 F: SLO alerts
 }

@@ -1,0 +1,124 @@
+// SQLite table of drift windows (migration 8, issue 15): the workers' sketches merged per
+// endpoint, version, window and slice (overall under slice ''). SqliteStore delegates here.
+// A merge reads the stored profile and writes the merged one in one BEGIN IMMEDIATE
+// transaction, so two writers never lose each other's counts.
+
+import type Database from 'better-sqlite3';
+import { kilnError } from '../../core/errors.ts';
+import { isoAt, type Clock } from '../../core/clock.ts';
+import type { DataProfile } from '../../observability/profile/data-profile.ts';
+import { mergeDataProfiles } from '../../observability/profile/merge-feature-sketches.ts';
+import type { DriftWindowQuery, DriftWindowRecord, NewDriftWindow } from '../drift-records.ts';
+import { timeMs } from './sqlite-traffic-data.ts';
+
+interface DriftDbRow {
+  endpoint: string;
+  model: string;
+  version: number;
+  window_start_ms: number;
+  window_ms: number;
+  slice: string;
+  rows: number;
+  profile_json: string;
+  updated_at: string;
+}
+
+function invalid(reason: string): never {
+  throw kilnError('KILN_VALIDATION_FAILED', { reason });
+}
+
+function recordOf(row: DriftDbRow): DriftWindowRecord {
+  return {
+    endpoint: row.endpoint,
+    model: row.model,
+    version: row.version,
+    windowStart: new Date(row.window_start_ms).toISOString(),
+    windowMs: row.window_ms,
+    slice: row.slice === '' ? null : row.slice,
+    profile: JSON.parse(row.profile_json) as DataProfile,
+    updatedAt: row.updated_at,
+  };
+}
+
+export class SqliteDriftTables {
+  constructor(
+    private readonly db: Database.Database,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Adds each profile into its stored window (created when new) in one transaction; a row that
+   * is not valid (a window start off its length, an empty slice, a profile that does not merge
+   * with the stored one) refuses the whole call.
+   */
+  mergeWindows(rows: readonly NewDriftWindow[]): void {
+    const merge = this.db.transaction(() => {
+      const read = this.db.prepare(
+        `SELECT * FROM drift_windows WHERE endpoint = ? AND model = ? AND version = ?
+           AND window_start_ms = ? AND slice = ?`,
+      );
+      const write = this.db.prepare(
+        `INSERT INTO drift_windows (endpoint, model, version, window_start_ms, window_ms, slice,
+           rows, profile_json, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (endpoint, model, version, window_start_ms, slice) DO UPDATE SET
+           rows = excluded.rows, profile_json = excluded.profile_json,
+           updated_at = excluded.updated_at`,
+      );
+      const now = isoAt(this.clock);
+      for (const [i, row] of rows.entries()) {
+        const what = `drift window ${i} (endpoint ${row.endpoint}, ${row.model}:${row.version}, ${row.windowStart})`;
+        const startMs = timeMs(row.windowStart, `${what}: windowStart`);
+        if (!(Number.isSafeInteger(row.windowMs) && row.windowMs > 0))
+          invalid(`${what}: windowMs must be a positive integer`);
+        if (startMs % row.windowMs !== 0) invalid(`${what}: windowStart is not on a window`);
+        if (row.slice === '') invalid(`${what}: slice is empty (null is overall)`);
+        const slice = row.slice ?? '';
+        const stored = read.get(row.endpoint, row.model, row.version, startMs, slice) as
+          DriftDbRow | undefined;
+        let profile = row.profile;
+        if (stored !== undefined) {
+          const merged = mergeDataProfiles(JSON.parse(stored.profile_json) as DataProfile, profile);
+          if (!merged.ok) invalid(`${what}: ${merged.message}`);
+          profile = merged.profile;
+        }
+        write.run(
+          row.endpoint,
+          row.model,
+          row.version,
+          startMs,
+          row.windowMs,
+          slice,
+          profile.rows,
+          JSON.stringify(profile),
+          now,
+        );
+      }
+    });
+    merge.immediate();
+  }
+
+  /** Oldest window first; within a window, overall before slices, slices by value. */
+  listWindows(query: DriftWindowQuery): DriftWindowRecord[] {
+    const since = timeMs(query.since, 'since');
+    const until =
+      query.until === undefined ? Number.MAX_SAFE_INTEGER : timeMs(query.until, 'until');
+    const which = query.slices ?? 'overall';
+    const sliceFilter =
+      which === 'overall' ? "AND slice = ''" : which === 'slices' ? "AND slice <> ''" : '';
+    const rows = this.db
+      .prepare(
+        `SELECT * FROM drift_windows WHERE endpoint = ? AND window_start_ms >= ?
+           AND window_start_ms < ? ${sliceFilter}
+         ORDER BY window_start_ms, model, version, slice`,
+      )
+      .all(query.endpoint, since, until) as DriftDbRow[];
+    return rows.map(recordOf);
+  }
+
+  /** Deletes windows that started before `before`; returns how many. */
+  pruneWindows(before: string): number {
+    const beforeMs = timeMs(before, 'before');
+    return this.db.prepare('DELETE FROM drift_windows WHERE window_start_ms < ?').run(beforeMs)
+      .changes;
+  }
+}
