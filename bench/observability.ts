@@ -38,6 +38,7 @@ import { call } from '../test/helpers/platform.ts';
 import { closedLoop, type LoadResult, type LoadTarget } from './_load.ts';
 import { startBenchPlatform, type BenchPlatform } from './_platform.ts';
 import { goal, percentile, table } from './_report.ts';
+import { sketchRecordMicros } from './_observability-costs.ts';
 
 const root = new URL('../', import.meta.url).pathname;
 
@@ -356,6 +357,24 @@ export async function run(args: readonly string[]): Promise<void> {
         `(${(100 * lostByCpu('trace 100%')).toFixed(1)} % by CPU), ` +
         `${(100 * lost('sketches + trace 100%')).toFixed(1)} % with sketches ` +
         `(${(100 * lostByCpu('sketches + trace 100%')).toFixed(1)} % by CPU)`,
+    );
+    // Were the sketches on? The worker answers what it sketched since the last take.
+    await applySettings(plain, { drift });
+    await closedLoop(target(plain), concurrency, 500);
+    const sketched = (await (await fetch(`${plain.workerUrl}/kiln/v1/sketches`)).json()) as {
+      overall?: { rows?: number } | null;
+    };
+    console.log(
+      `sketches on: the worker had sketched ${sketched.overall?.rows ?? 0} rows since its last take`,
+    );
+    const sketchMicros = sketchRecordMicros();
+    const cpuBaseline =
+      (1000 * (figures.get(baseline.name)?.cpuMs ?? 0)) /
+      Math.max(1, figures.get(baseline.name)?.answers ?? 0);
+    console.log(
+      `in isolation: ServingSketches.record ${sketchMicros.toFixed(1)} µs per request ` +
+        `(${((100 * sketchMicros) / cpuBaseline).toFixed(1)} % of the ${cpuBaseline.toFixed(0)} µs ` +
+        'of gateway + worker CPU a request takes with observability off)',
     );
     goal('observability', 'overhead_fraction', lost('sketches + trace 1%'), '<=', 0.05);
   } finally {

@@ -1,0 +1,63 @@
+// The per-request costs of observability measured in isolation, for `npm run bench --
+// observability`: on a shared machine the end-to-end throughput swings by more than the 5 %
+// being looked for, while the CPU one request's observability work takes is steady. Each
+// figure is µs per request on this process's one thread, the same code the servers run:
+//
+//   sketch   ServingSketches.record (the worker, per answered request marked for drift):
+//            one [1, 25] FP32 row and one output, into the overall and one slice's sketches
+//
+// The request's own CPU (gateway + worker, measured end to end) divides them into the share
+// of throughput they cost when serving is CPU-bound.
+
+import type { Tensor } from '../src/core/tensor.ts';
+import { ServingSketches } from '../src/worker/drift/serving-sketches.ts';
+
+/** Seeded standard normal rows (same every run), `count` × `width`. */
+function rows(count: number, width: number): Float32Array[] {
+  let state = 0x9e3779b9;
+  const uniform = (): number => {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    return ((state >>> 0) + 0.5) / 4294967296;
+  };
+  return Array.from({ length: count }, () =>
+    Float32Array.from(
+      { length: width },
+      () => Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform()),
+    ),
+  );
+}
+
+/** µs per call of `body(i)` over `calls` calls, after a warm-up of a tenth of them. */
+export function microsPerCall(calls: number, body: (i: number) => void): number {
+  for (let i = 0; i < Math.ceil(calls / 10); i++) body(i);
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < calls; i++) body(i);
+  return Number(process.hrtime.bigint() - start) / 1000 / calls;
+}
+
+/** µs per ServingSketches.record of one `width`-feature row with a slice value. */
+export function sketchRecordMicros(calls = 200_000, width = 25): number {
+  const sketches = new ServingSketches(
+    { replicaId: 'bench-0', endpoint: 'bench', model: 'bench', version: 1 },
+    () => ({ featureNames: null }),
+  );
+  const inputs: Tensor[][] = rows(256, width).map((data) => [
+    { name: 'input', datatype: 'FP32', shape: [1, width], data },
+  ]);
+  const outputs: Tensor[][] = rows(256, 1).map((data) => [
+    {
+      name: 'predict',
+      datatype: 'FP32',
+      shape: [1],
+      data: data.map((x) => 1 / (1 + Math.exp(-x))),
+    },
+  ]);
+  const slices = ['de', 'fr', 'us', 'jp'];
+  return microsPerCall(calls, (i) => {
+    sketches.record(slices[i & 3] ?? null, inputs[i & 255] ?? [], outputs[i & 255] ?? []);
+    // The control plane takes the sketches every few seconds: start afresh now and then.
+    if ((i & 0xffff) === 0xffff) sketches.take();
+  });
+}
