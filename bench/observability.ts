@@ -12,7 +12,7 @@
 //
 //   off                    plain, no settings                      the baseline
 //   off (A/A)              the baseline again: its loss is the noise of the measurement
-//   otlp on, trace 0%      traced, no settings: the tracing SDK loaded, nothing sampled
+//   otlp on, trace 0%      traced, tracing.sampleRate 0: the tracing SDK loaded, nothing sampled
 //   sketches               plain, drift on (input/output sketches on the workers, by slice)
 //   sketches + trace 1%    traced, drift on, tracing.sampleRate 0.01   the GOAL case
 //   trace 100%             traced, tracing.sampleRate 1
@@ -66,7 +66,8 @@ const cases: readonly Case[] = [
   // The baseline measured as a case: its "lost" is the noise floor of this machine.
   { name: 'off (A/A)', platform: 'plain', settings: {} },
   // The traced platform with nothing sampled for the endpoint: the SDK loaded, no span made.
-  { name: 'otlp on, trace 0%', platform: 'traced', settings: {} },
+  // (Explicitly 0: an endpoint without tracing settings is sampled at the default rate.)
+  { name: 'otlp on, trace 0%', platform: 'traced', settings: { tracing: { sampleRate: 0 } } },
   { name: 'sketches', platform: 'plain', settings: { drift } },
   {
     name: 'sketches + trace 1%',
