@@ -13,6 +13,7 @@ import { registerAutoscaleCommands } from './commands/autoscale.ts';
 import { registerCostCommands } from './commands/cost.ts';
 import { registerDeployCommand } from './commands/deploy.ts';
 import { registerDownCommand } from './commands/down.ts';
+import { registerDriftCommands } from './commands/drift.ts';
 import { registerEndpointsCommands } from './commands/endpoints.ts';
 import { registerExperimentsCommands } from './commands/experiments.ts';
 import { registerGcCommand } from './commands/gc.ts';
@@ -89,6 +90,7 @@ export function buildProgram(): Command {
   registerPlacementCommands(program);
   registerSimulateCommand(program);
   registerCostCommands(program);
+  registerDriftCommands(program);
   acceptGlobalOptionsEverywhere(program);
   return program;
 }

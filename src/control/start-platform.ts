@@ -36,6 +36,7 @@ import { AutoscaleController } from './autoscale/autoscale-controller.ts';
 import { WorkerLoadPoller } from './autoscale/worker-load-poller.ts';
 import { CostService } from './observability/cost-service.ts';
 import { loadPrices } from './observability/load-prices.ts';
+import { startDriftService } from './observability/drift/start-drift-service.ts';
 
 export interface PlatformOptions {
   readonly home: string;
@@ -188,6 +189,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     log: (message) => process.stderr.write(`kiln: ${message}\n`),
   });
   const observability: ObservabilityServices = { metrics, cost };
+  // Drift and skew (issue 15 C): the workers' sketches, collected every 5 s (docs/drift.md).
+  observability.drift = startDriftService(store, clock, reconciler, observability.metrics);
   const autoscale = new AutoscaleController({
     store,
     clock,
@@ -206,6 +209,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       await workerLoad.close();
       await cost.close();
       await costLoad.close();
+      await observability.drift?.close();
       await gateway?.stop();
       await reconciler.close();
       await app?.close();
@@ -265,6 +269,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       workerLoad.start();
       cost.start();
       costLoad.start();
+      observability.drift?.start();
     }
     if (withGateway) {
       gateway = new GatewayProcess({

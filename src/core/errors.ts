@@ -427,6 +427,23 @@ export const errorRegistry = {
     retryable: false,
     template: 'invalid SLO for endpoint {endpoint}: {reason}',
   },
+  KILN_DRIFT_NOT_CONFIGURED: {
+    status: 409,
+    retryable: false,
+    template:
+      'endpoint {endpoint} collects no drift sketches: turn them on with observability.drift ({"drift": {}} in PUT /api/v1/endpoints/{endpoint}/observability, `kiln observe set`, or the deploy config)',
+    hint: 'see docs/drift.md',
+  },
+  KILN_DRIFT_SLICE_UNKNOWN: {
+    status: 400,
+    retryable: false,
+    template: 'endpoint {endpoint} has no drift slice key {slice}: {configured}',
+  },
+  KILN_DRIFT_QUERY_INVALID: {
+    status: 400,
+    retryable: false,
+    template: 'invalid drift query for endpoint {endpoint}: {reason}',
+  },
   // --- traffic management (policies, rollouts, experiments, golden sets) ---
   KILN_TRAFFIC_POLICY_INVALID: {
     status: 400,

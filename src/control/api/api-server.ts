@@ -14,6 +14,7 @@ import { registerRolloutRoutes } from './routes-rollouts.ts';
 import { registerSystemRoutes } from './routes-system.ts';
 import { registerObservabilityRoutes } from './routes-observability.ts';
 import { registerCostRoutes } from './routes-cost.ts';
+import { registerDriftRoutes } from './routes-drift.ts';
 import type { ObservabilityServices } from '../observability/observability-services.ts';
 import { registerPoolRoutes } from './routes-pools.ts';
 import { registerServingRoutes } from './routes-serving.ts';
@@ -94,6 +95,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
   const observability = options.observability;
   if (observability !== undefined) registerObservabilityRoutes(app, observability);
   if (observability?.cost !== undefined) registerCostRoutes(app, observability.cost, options.clock);
+  if (observability?.drift !== undefined) registerDriftRoutes(app, observability.drift);
   if (options.serving !== undefined) {
     const { endpoints, reconciler } = options.serving;
     registerServingRoutes(app, options.registry.store, endpoints, reconciler);

@@ -5,6 +5,7 @@
 
 import type { Registry as MetricsRegistry } from 'prom-client';
 import type { CostService } from './cost-service.ts';
+import type { DriftService } from './drift/drift-service.ts';
 
 export interface ObservabilityServices {
   /**
@@ -14,4 +15,6 @@ export interface ObservabilityServices {
   readonly metrics: MetricsRegistry;
   /** Cost accounting and the chargeback report (issue 15 E; absent: `GET /api/v1/cost` 404s). */
   readonly cost?: CostService;
+  /** Drift and skew (C): collects the workers' sketches, reports, kiln_feature_psi. */
+  drift?: DriftService;
 }
