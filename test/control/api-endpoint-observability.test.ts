@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { observeBody, observabilityText } from '../../src/cli/commands/observe.ts';
+import type { EndpointRoute } from '../../src/gateway/routing-snapshot.ts';
 import { Cli } from '../cli/cli-harness.ts';
 import { call, errorCode, registerFixture, testPlatform } from '../helpers/platform.ts';
 import { tempDir } from '../helpers/temp-dir.ts';
@@ -26,6 +27,11 @@ async function replicas(endpoint: string): Promise<readonly ReplicaView[]> {
   const response = await call(platform.url, 'GET', `/api/v1/endpoints/${endpoint}`);
   assert.equal(response.status, 200, JSON.stringify(response.body));
   return (response.body as { status: { replicas: ReplicaView[] } }).status.replicas;
+}
+
+/** The endpoint's route in the snapshot the control plane publishes now. */
+function route(endpoint: string): EndpointRoute | undefined {
+  return platform.reconciler.routing.current().endpoints.find((r) => r.name === endpoint);
 }
 
 void test('observability settings: set, read, cleared in place, no replica restarted', async () => {
@@ -68,6 +74,8 @@ void test('observability settings: set, read, cleared in place, no replica resta
   };
   assert.equal(endpoint.config.maxConcurrency, 7, 'the rest of the config kept');
   assert.deepEqual(endpoint.config.observability, settings);
+  // The routing snapshot the gateways read followed (drift: the slice they extract).
+  assert.deepEqual(route('e')?.drift, { sliceKey: 'country', slicePath: '$.country' });
 
   const onePart = await call(
     platform.url,
@@ -80,6 +88,7 @@ void test('observability settings: set, read, cleared in place, no replica resta
   ]);
   const all = await call(platform.url, 'DELETE', '/api/v1/endpoints/e/observability');
   assert.deepEqual(all.body, { endpoint: 'e', observability: {} });
+  assert.equal(route('e')?.drift, undefined, 'drift off in the snapshot');
   assert.deepEqual(
     (await replicas('e')).map(({ id, pid }) => ({ id, pid })),
     ready.map(({ id, pid }) => ({ id, pid })),
