@@ -247,6 +247,7 @@ export function endpointRoute({
     driftConfig === undefined || !driftConfig.enabled
       ? null
       : { sliceKey: driftConfig.sliceKey, slicePath: driftConfig.slicePath };
+  const tracing = endpoint.config.observability?.tracing;
   return {
     name: endpoint.name,
     team: endpoint.team,
@@ -267,6 +268,8 @@ export function endpointRoute({
     ...(trafficRoute === undefined ? {} : { traffic: trafficRoute }),
     ...(activation === null ? {} : { activation }),
     ...(drift === null ? {} : { drift }),
+    // Trace sampling (issue 15): the gateway reads it per request, no replica restarts.
+    ...(tracing === undefined ? {} : { tracing: { sampleRate: tracing.sampleRate } }),
   };
 }
 

@@ -16,6 +16,7 @@ import { systemClock, type Clock } from '../core/clock.ts';
 import { isRunning, stopProcess, type ProcessIdentity } from '../core/process-identity.ts';
 import { readGatewayRecord } from '../gateway/gateway-record.ts';
 import { backoffResetAfterMs } from './replica-plan.ts';
+import { otlpUrlEnv } from '../observability/tracing/otlp-url.ts';
 
 const gatewayEntry = fileURLToPath(new URL('../gateway/main.ts', import.meta.url));
 
@@ -34,6 +35,8 @@ export interface GatewayProcessOptions {
   readonly controlUrlFile?: string;
   /** For the restart backoff's reset (default: the system clock). */
   readonly clock?: Clock;
+  /** The gateway exports traces to this OTLP/HTTP collector (`kiln up --otlp`). */
+  readonly otlpUrl?: string;
 }
 
 export class GatewayProcess {
@@ -131,7 +134,11 @@ export class GatewayProcess {
           {
             detached,
             stdio: [detached ? 'ignore' : 'pipe', 'pipe', logFd ?? 'inherit'],
-            env: { ...process.env, KILN_CONTROL_TOKEN: this.options.controlToken ?? '' },
+            env: {
+              ...process.env,
+              ...(this.options.otlpUrl === undefined ? {} : { [otlpUrlEnv]: this.options.otlpUrl }),
+              KILN_CONTROL_TOKEN: this.options.controlToken ?? '',
+            },
           },
         );
       } finally {

@@ -73,6 +73,11 @@ export interface PlatformOptions {
   readonly inventory?: string;
   /** Cost price table (issue 15): default `<home>/prices.json`, else the documented defaults. */
   readonly prices?: string;
+  /**
+   * The gateway and workers export OpenTelemetry traces to this OTLP/HTTP collector (`kiln up
+   * --otlp URL`; docs/tracing.md). Absent: tracing off, nothing loaded or recorded.
+   */
+  readonly otlpUrl?: string;
 }
 
 export interface RunningPlatform {
@@ -123,6 +128,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     runDir: join(home, 'run'),
     detached,
     prestartStandby: detached,
+    ...(options.otlpUrl === undefined ? {} : { otlpUrl: options.otlpUrl }),
   });
   // Where a detached gateway finds this control plane (rewritten by every start).
   const controlUrlFile = join(home, 'run', 'platform.url');
@@ -279,6 +285,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
         port: options.gatewayPort ?? 8000,
         stateDir: join(home, 'gateway'),
         ...(detached ? { controlUrlFile } : {}),
+        ...(options.otlpUrl === undefined ? {} : { otlpUrl: options.otlpUrl }),
       });
       gatewayUrl = (await gateway.adopt()) ?? (await gateway.start());
     }

@@ -35,6 +35,12 @@ export interface ChannelRequester {
   onChannelError(error: Error): void;
 }
 
+/** A traced request's context for the worker: the parent of the worker's span. */
+export interface ChannelTrace {
+  readonly traceparent: string;
+  readonly tracestate: string | undefined;
+}
+
 interface Pending {
   readonly requester: ChannelRequester;
   readonly deadlineMs: number;
@@ -83,17 +89,35 @@ export class ChannelClient {
     priorityHeader: string | undefined,
     /** Marks the request for the worker's drift sketches, under this slice ('': none). */
     driftSlice?: string,
+    trace: ChannelTrace | null = null,
   ): number {
     let meta = '';
-    if (timeoutHeader !== undefined || priorityHeader !== undefined || driftSlice !== undefined) {
-      meta = JSON.stringify({ t: timeoutHeader, p: priorityHeader, d: driftSlice });
+    if (
+      timeoutHeader !== undefined ||
+      priorityHeader !== undefined ||
+      driftSlice !== undefined ||
+      trace !== null
+    ) {
+      meta = JSON.stringify({
+        t: timeoutHeader,
+        p: priorityHeader,
+        d: driftSlice,
+        tp: trace?.traceparent,
+        ts: trace?.tracestate,
+      });
     }
     return this.sendFrame(requester, frameKind.infer, meta, body);
   }
 
   /** Sends one infer request already decoded (tensor-frames.ts); returns its id. */
-  sendTensors(requester: ChannelRequester, frame: { meta: string; body: Buffer }): number {
-    return this.sendFrame(requester, frameKind.tensors, frame.meta, frame.body);
+  sendTensors(
+    requester: ChannelRequester,
+    frame: { meta: string; body: Buffer },
+    trace: ChannelTrace | null = null,
+  ): number {
+    // A traced request's context goes first in the meta object (its JSON starts with `{`).
+    const meta = trace === null ? frame.meta : `${traceMeta(trace)}${frame.meta.slice(1)}`;
+    return this.sendFrame(requester, frameKind.tensors, meta, frame.body);
   }
 
   private sendFrame(
@@ -298,6 +322,12 @@ const unreachable = new Set(['ENOENT', 'ECONNREFUSED', 'EACCES', 'ENOTSOCK', 'EP
 
 function channelError(code: 'CHANNEL_CLOSED' | 'CHANNEL_TIMEOUT', message: string): Error {
   return Object.assign(new Error(message), { code });
+}
+
+/** `{"tp":…,"ts":…,` — the opening of a meta object carrying a trace context. */
+function traceMeta(trace: ChannelTrace): string {
+  const state = trace.tracestate === undefined ? '' : `"ts":${JSON.stringify(trace.tracestate)},`;
+  return `{"tp":${JSON.stringify(trace.traceparent)},${state}`;
 }
 
 function uncork(client: ChannelClient): void {

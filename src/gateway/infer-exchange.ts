@@ -38,6 +38,7 @@
 import { performance } from 'node:perf_hooks';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
+import type { Span } from '@opentelemetry/api';
 import type { ErrorCode, ErrorParams } from '../core/errors.ts';
 import type { ConcurrencyGate } from './admission.ts';
 import type { TokenBucket } from './token-bucket.ts';
@@ -53,7 +54,9 @@ import { v1PredictResponse } from '../protocol/v1/predict-response.ts';
 import type { DecodedInferRequest } from '../protocol/v2/decode-request.ts';
 import { encodeInferRequest } from '../protocol/v2/encode-request.ts';
 import type { V2ProtocolErrorCode } from '../protocol/v2/errors.ts';
-import type { ChannelRequester } from './channel-client.ts';
+import type { ChannelRequester, ChannelTrace } from './channel-client.ts';
+import { startAttemptSpan } from './gateway-tracing.ts';
+import { traceparentOf } from '../observability/tracing/kiln-tracer.ts';
 import type { EndpointEntry } from './route-table.ts';
 import type { ShadowSender } from './shadow-sender.ts';
 import type { TrafficEntry } from './traffic-entry.ts';
@@ -89,6 +92,8 @@ export class InferExchange
   /** The entry the request is checked under (a newer one if its version changed, `send`). */
   declare protected entry: EndpointEntry;
   private body: Buffer | null = null;
+  /** Where the `traceparent` value sits in upstreamHeaders (an attempt span replaces it). */
+  private static readonly traceparentAt = 5;
   /** The client's body as it came (kept to check it again if the endpoint's version changes). */
   private clientBody: Buffer | null = null;
   private method: 'POST' | 'GET' = 'POST';
@@ -170,6 +175,11 @@ export class InferExchange
     this.gate = gate;
     this.bucket = bucket;
     this.readRequestBody();
+  }
+
+  /** The request is traced: `span` is its gateway span (ended at finish). */
+  traced(span: Span): void {
+    this.span = span;
   }
 
   /** The request is a v1 predict (`{"instances"}`): call before readBody. */
@@ -394,11 +404,14 @@ export class InferExchange
     this.replica = replica;
     this.controller = null;
     const channel = replica.channel;
-    if (channel !== null && this.method === 'POST' && this.tensorFrame !== null) {
-      this.channelId = channel.sendTensors(this, this.tensorFrame);
+    const onChannel = channel !== null && this.method === 'POST';
+    // A traced request: this attempt's span is the parent the worker continues.
+    const trace = this.span === null ? null : this.traceAttempt(replica, onChannel);
+    if (onChannel && this.tensorFrame !== null) {
+      this.channelId = channel.sendTensors(this, this.tensorFrame, trace);
       return;
     }
-    if (channel !== null && this.method === 'POST' && this.body !== null) {
+    if (onChannel && this.body !== null) {
       const headers = this.req.headers;
       const timeout = headers['kiln-timeout-ms'];
       const priority = headers['kiln-priority'];
@@ -408,6 +421,7 @@ export class InferExchange
         typeof timeout === 'string' ? timeout : undefined,
         typeof priority === 'string' ? priority : undefined,
         this.driftSlice,
+        trace,
       );
       return;
     }
@@ -426,12 +440,29 @@ export class InferExchange
     }
   }
 
+  /** Starts the attempt's span; the trace context the worker gets names it. */
+  private traceAttempt(replica: ReplicaState, onChannel: boolean): ChannelTrace | null {
+    const tracer = this.settings.tracer;
+    if (tracer == null || this.span === null) return null;
+    const attempt = startAttemptSpan(tracer, this.span, replica, onChannel ? 'channel' : 'http');
+    this.attemptSpan = attempt;
+    const traceparent = traceparentOf(attempt);
+    this.upstreamHeaders[InferExchange.traceparentAt] = traceparent;
+    const tracestate = this.req.headers.tracestate;
+    return { traceparent, tracestate: typeof tracestate === 'string' ? tracestate : undefined };
+  }
+
+  protected override answeringReplica(): ReplicaState | null {
+    return this.answeredBy;
+  }
+
   onResponseStart(
     controller: Dispatcher.DispatchController,
     statusCode: number,
     headers: IncomingHttpHeaders,
   ): void {
     if (statusCode < 200) return; // 1xx informational
+    this.attemptSpan?.setAttribute('http.response.status_code', statusCode);
     if (this.done) {
       controller.abort(new Error('the client went away'));
       return;
@@ -442,7 +473,8 @@ export class InferExchange
     this.responseStarted = true;
     this.status = statusCode;
     this.answeredBy = replica;
-    const upstreamTrace = headers.traceparent;
+    // With tracing on the client gets the gateway's span, not the attempt's the worker echoes.
+    const upstreamTrace = this.settings.tracer == null ? headers.traceparent : undefined;
     const traceparent = typeof upstreamTrace === 'string' ? upstreamTrace : this.traceparent;
     const list = this.answerHeaders(headers, skippedResponseHeaders, traceparent, replica);
     if (this.form === 'v1') {
@@ -524,6 +556,7 @@ export class InferExchange
   // --- upstream on a worker channel ---------------------------------------------------
 
   onChannelReply(status: number, retryAfter: string | null, reply: Buffer): void {
+    this.attemptSpan?.setAttribute('http.response.status_code', status);
     const replica = this.releaseReplica();
     this.channelId = 0;
     if (this.done || replica === null) return;

@@ -21,6 +21,7 @@ import {
   writeGatewayRecord,
 } from './gateway-record.ts';
 import { startGateway } from './start-gateway.ts';
+import { tracingFromEnv } from '../observability/tracing/start-tracing.ts';
 
 function fail(message: string): never {
   process.stderr.write(`kiln gateway: ${message}\n`);
@@ -53,9 +54,12 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`bad --port ${valu
 process.stdout.on('error', () => undefined);
 process.stderr.on('error', () => undefined);
 
+// Tracing is on when `kiln up --otlp URL` (or the environment) names a collector.
+const tracing = await tracingFromEnv('kiln-gateway', { 'service.instance.id': `${process.pid}` });
 let gateway: Awaited<ReturnType<typeof startGateway>>;
 try {
   gateway = await startGateway({
+    tracing,
     controlUrl,
     host: values.host,
     port,
@@ -80,13 +84,16 @@ function stop(): void {
   if (stopping) process.exit(1);
   stopping = true;
   removeGatewayRecord(stateDir);
-  gateway.close().then(
-    () => process.exit(0),
-    (error: unknown) => {
-      process.stderr.write(`kiln gateway: close failed: ${String(error)}\n`);
-      process.exit(1);
-    },
-  );
+  gateway
+    .close()
+    .then(() => tracing?.shutdown())
+    .then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`kiln gateway: close failed: ${String(error)}\n`);
+        process.exit(1);
+      },
+    );
 }
 // Before the record and the line that announce it: a supervisor may signal as soon as it
 // reads the line (a pipe write can reach it before this tick ends), and without a handler

@@ -79,6 +79,11 @@ export interface EndpointRoute {
    * (protocol/drift/sketch-report.ts). Absent: nothing is marked, nothing sketched.
    */
   readonly drift?: DriftRoute;
+  /**
+   * OpenTelemetry head sampling (issue 15, docs/tracing.md): the share of this endpoint's new
+   * traces the gateway records while tracing is on. Absent: the default rate (1 %).
+   */
+  readonly tracing?: TracingRoute;
 }
 
 export interface DriftRoute {
@@ -86,6 +91,11 @@ export interface DriftRoute {
   readonly sliceKey: string | null;
   /** Body path of the slice value (caller-key.ts syntax); `kiln-slice` wins. null: header only. */
   readonly slicePath: string | null;
+}
+
+export interface TracingRoute {
+  /** 0..1; a caller's sampled `traceparent` is followed whatever the rate. */
+  readonly sampleRate: number;
 }
 
 export interface ActivationRoute {

@@ -96,6 +96,8 @@ function endpointReason(value: unknown, index: number): string | null {
   if (pool !== null) return pool;
   const drift = driftReason(value.drift, `${where}.drift`);
   if (drift !== null) return drift;
+  const tracing = tracingReason(value.tracing, `${where}.tracing`);
+  if (tracing !== null) return tracing;
   return replicasReason(value.replicas, where);
 }
 
@@ -127,6 +129,17 @@ function poolReason(value: unknown, where: string): string | null {
   if (!isObject(value)) return `${where} is not an object`;
   if (!isString(value.name) || value.name === '') return `${where}.name is not a name`;
   if (!isString(value.revision)) return `${where}.revision is not a string`;
+  return null;
+}
+
+/** Trace sampling (optional, issue 15): a rate from 0 to 1. */
+function tracingReason(value: unknown, where: string): string | null {
+  if (value === undefined || value === null) return null;
+  if (!isObject(value)) return `${where} is not an object`;
+  const rate = value.sampleRate;
+  if (typeof rate !== 'number' || !(rate >= 0 && rate <= 1)) {
+    return `${where}.sampleRate is not a number from 0 to 1`;
+  }
   return null;
 }
 
@@ -250,13 +263,20 @@ function withBound(endpoint: Fields): Fields {
   };
 }
 
-/** `activation: null`, `pool: null` and `drift: null` mean absent (the gateway reads absence only). */
+/** `activation`, `pool`, `drift` and `tracing` null mean absent (the gateway reads absence only). */
 function withoutNulls(endpoint: Fields): Fields {
-  if (endpoint.activation !== null && endpoint.pool !== null && endpoint.drift !== null)
+  if (
+    endpoint.activation !== null &&
+    endpoint.pool !== null &&
+    endpoint.drift !== null &&
+    endpoint.tracing !== null
+  ) {
     return endpoint;
+  }
   const copy = { ...endpoint };
   if (copy.activation === null) delete copy.activation;
   if (copy.pool === null) delete copy.pool;
   if (copy.drift === null) delete copy.drift;
+  if (copy.tracing === null) delete copy.tracing;
   return copy;
 }

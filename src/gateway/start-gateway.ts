@@ -35,6 +35,8 @@ import { TrafficCounter } from './traffic-counter.ts';
 import { TrafficReporter } from './traffic-reporter.ts';
 import { WakeCaller } from './wake-caller.ts';
 import type { RandomSource } from '../traffic/traffic-split.ts';
+import type { ProcessTracing } from '../observability/tracing/start-tracing.ts';
+import { registerSpanCounts } from '../observability/tracing/span-count-metrics.ts';
 
 export interface GatewayOptions {
   /**
@@ -113,6 +115,11 @@ export interface GatewayOptions {
   readonly shadowTimeoutMs?: number;
   /** The draw for requests without a caller key and for shadow sampling (tests). */
   readonly random?: RandomSource;
+  /**
+   * Records spans of traced requests (docs/tracing.md; main.ts starts one when KILN_OTLP_URL
+   * is set). Absent or null: tracing off, nothing is loaded or recorded.
+   */
+  readonly tracing?: ProcessTracing | null;
 }
 
 export interface RunningGateway {
@@ -186,7 +193,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     ejectMs: options.ejectMs ?? 5_000,
     shadows,
     activator,
+    tracer: options.tracing?.tracer ?? null,
   };
+  if (options.tracing != null)
+    registerSpanCounts(metrics.registry, 'gateway', options.tracing.counts);
   const persister = new SnapshotPersister(options.stateDir, log);
   const badSchema = (endpoint: string, reason: string): void =>
     log.warn({ endpoint, reason }, 'schema not compiled; the worker alone checks requests');

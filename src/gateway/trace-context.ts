@@ -1,7 +1,10 @@
-// Request ids and W3C trace context (https://www.w3.org/TR/trace-context/). The gateway
-// records no spans of its own yet, so it passes a valid client `traceparent` through
-// unchanged (a new parent-id would point at a span nobody exports) and starts a new trace
-// when the client sent none or a malformed one.
+// Request ids and W3C trace context (https://www.w3.org/TR/trace-context/). With tracing off
+// (no `kiln up --otlp`) the gateway records no spans, so it passes a valid client
+// `traceparent` through unchanged (a new parent-id would point at a span nobody exports) and
+// starts a new trace when the client sent none or a malformed one. With tracing on, a traced
+// request's `traceparent` names the gateway's own span instead (v2-routes.ts, kiln-tracer.ts),
+// and an untraced one without a valid client header gets a new trace marked unsampled, so
+// that the worker records nothing of it either.
 
 import { randomFillSync, randomUUID } from 'node:crypto';
 
@@ -38,8 +41,8 @@ const poolBytes = 4080;
 const pool = Buffer.allocUnsafe(poolBytes);
 let poolOffset = poolBytes;
 
-/** `00-<32 hex trace-id>-<16 hex parent-id>-01`. */
-export function newTraceparent(): string {
+/** `00-<32 hex trace-id>-<16 hex parent-id>-01` (`-00` when not `sampled`). */
+export function newTraceparent(sampled = true): string {
   if (poolOffset + 24 > poolBytes) {
     randomFillSync(pool);
     poolOffset = 0;
@@ -48,5 +51,5 @@ export function newTraceparent(): string {
   const parentId = pool.toString('hex', poolOffset + 16, poolOffset + 24);
   poolOffset += 24;
   // An all-zero id is invalid; with 128 random bits this never happens in practice.
-  return `00-${traceId}-${parentId}-01`;
+  return `00-${traceId}-${parentId}-${sampled ? '01' : '00'}`;
 }

@@ -24,6 +24,7 @@
 import { performance } from 'node:perf_hooks';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
+import type { Span } from '@opentelemetry/api';
 import type { ErrorCode, ErrorParams } from '../core/errors.ts';
 import type { Activator, ColdStart, HeldRequest } from './activator.ts';
 import type { ConcurrencyGate } from './admission.ts';
@@ -43,6 +44,8 @@ import type { EndpointSeries } from './metrics.ts';
 import type { ReplicaState } from './replica-set.ts';
 import { hasReadyReplica, type EndpointEntry } from './route-table.ts';
 import { classifyUpstreamError } from './upstream-errors.ts';
+import { endRequestSpan, endWithError } from './gateway-tracing.ts';
+import type { KilnTracer } from '../observability/tracing/kiln-tracer.ts';
 import type { HeaderList } from './v2-reply.ts';
 
 /** The settings every forwarded request reads. */
@@ -55,6 +58,8 @@ export interface UpstreamSettings {
   readonly table: { readonly endpoints: ReadonlyMap<string, EndpointEntry> } | null;
   /** Holds requests of endpoints waking from zero; null: none (503 as without activation). */
   readonly activator: Activator | null;
+  /** Records spans of traced requests (docs/tracing.md); null or absent: tracing is off. */
+  readonly tracer?: KilnTracer | null;
 }
 
 // Worker response headers the gateway does not pass on: hop-by-hop ones (RFC 9110 §7.6.1)
@@ -108,6 +113,10 @@ export abstract class UpstreamExchange<Settings extends UpstreamSettings>
   private slotOnRelease = false;
   /** The cold start that released this request (its answer may be the one that ends it). */
   private coldStart: ColdStart | null = null;
+  /** A traced request's gateway span (null: not traced), ended at finish. */
+  protected span: Span | null = null;
+  /** The span of the attempt in flight on a replica (null: none, or not traced). */
+  protected attemptSpan: Span | null = null;
 
   constructor(
     protected readonly settings: Settings,
@@ -298,6 +307,10 @@ export abstract class UpstreamExchange<Settings extends UpstreamSettings>
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
+    if (this.attemptSpan !== null) {
+      endWithError(this.attemptSpan, error);
+      this.attemptSpan = null;
+    }
     const replica = this.releaseReplica();
     if (this.done) return;
     const failure = classifyUpstreamError(error);
@@ -377,6 +390,11 @@ export abstract class UpstreamExchange<Settings extends UpstreamSettings>
   // --- endings --------------------------------------------------------------------------
 
   protected releaseReplica(): ReplicaState | null {
+    const attempt = this.attemptSpan;
+    if (attempt !== null) {
+      this.attemptSpan = null;
+      attempt.end();
+    }
     const replica = this.replica;
     if (replica !== null) {
       replica.outstanding -= 1;
@@ -407,6 +425,23 @@ export abstract class UpstreamExchange<Settings extends UpstreamSettings>
     // simulate --endpoint`): a wait for a replica to wake is a cold start, not service.
     this.load?.complete(status, elapsedMs - this.heldForMs);
     this.coldStart?.answered(status);
+    if (this.span !== null) this.endSpan(this.span, status);
+  }
+
+  /** Ends the request's span (traced requests), once, at finish. */
+  protected endSpan(span: Span, status: number): void {
+    this.span = null;
+    const attempt = this.attemptSpan;
+    if (attempt !== null) {
+      this.attemptSpan = null;
+      endWithError(attempt, new Error('the request ended before its answer'));
+    }
+    endRequestSpan(span, status, this.entry, this.answeringReplica());
+  }
+
+  /** The replica whose answer the client got, for the span (null: the gateway answered). */
+  protected answeringReplica(): ReplicaState | null {
+    return null;
   }
 }
 

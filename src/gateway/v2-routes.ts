@@ -32,6 +32,7 @@ import { kilnVersion } from '../core/version.ts';
 import { authenticate, grantCovers } from './auth.ts';
 import type { GatewayRequest, GatewayResponse } from './http-types.ts';
 import { InferExchange, type ExchangeSettings } from './infer-exchange.ts';
+import { traceRequest } from './gateway-tracing.ts';
 import { unknownLabel, type EndpointSeries, type GatewayMetrics } from './metrics.ts';
 import type { OpenAiRoutes } from './openai-routes.ts';
 import type { EndpointEntry, RouteTable } from './route-table.ts';
@@ -309,6 +310,11 @@ export class V2Routes {
       entry.series.rejected('rate_limited');
       return;
     }
+    // Tracing on: head sampling, and the gateway's span for a traced request (its context
+    // is what the client gets back and what the worker continues).
+    const tracer = this.state.tracer;
+    const trace =
+      tracer == null ? null : traceRequest(tracer, req, entry, traceparent, form, requestId);
     const exchange = new InferExchange(
       this.state,
       req,
@@ -316,9 +322,10 @@ export class V2Routes {
       entry,
       entry.series,
       requestId,
-      traceparent,
+      trace?.traceparent ?? traceparent,
       startMs,
     );
+    if (trace?.span != null) exchange.traced(trace.span);
     exchange.countsIn(load);
     if (form === 'v1') exchange.speakV1();
     exchange.readBody(gate, bucket);

@@ -14,6 +14,7 @@ import { identifyProcess } from '../core/process-identity.ts';
 import { readWorkerSpec, workerRecordFile, type WorkerEvent } from './worker-spec.ts';
 import { startWorker } from './start-worker.ts';
 import { startPoolWorker } from './pool/start-pool-worker.ts';
+import { tracingFromEnv } from '../observability/tracing/start-tracing.ts';
 
 // The supervisor gone (even by kill -9, when the worker outlives it), writes to our pipes
 // fail with EPIPE: never a crash of a worker that is serving, draining or cleaning up.
@@ -81,6 +82,8 @@ const stop = (): void => {
   }
   worker
     .close()
+    // Spans still queued go out before the worker leaves (bounded by the export timeout).
+    .then(() => tracing?.shutdown())
     .then(() => process.exit(0))
     .catch(() => process.exit(1));
 };
@@ -100,8 +103,19 @@ record({});
 
 // A pool worker (issue 14) serves the models the control plane assigns it, loaded on demand.
 const pool = spec.pool ?? null;
+// Tracing is on when `kiln up --otlp URL` named a collector (KILN_OTLP_URL); pool workers
+// record no spans yet.
+const tracing =
+  pool === null
+    ? await tracingFromEnv('kiln-worker', {
+        'service.instance.id': spec.replicaId,
+        'kiln.endpoint': spec.endpoint,
+      })
+    : null;
 worker =
-  pool === null ? await startWorker(spec, emit) : await startPoolWorker({ ...spec, pool }, emit);
+  pool === null
+    ? await startWorker(spec, emit, { tracing })
+    : await startPoolWorker({ ...spec, pool }, emit);
 await worker.loaded;
 loaded = true;
 if (worker.state.phase === 'failed') {

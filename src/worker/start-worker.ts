@@ -22,6 +22,8 @@ import { WorkerMetrics } from './worker-metrics.ts';
 import { closeChannels } from './worker-channel.ts';
 import { createWorkerServer, type WorkerState } from './worker-server.ts';
 import { maxSocketPathBytes, type WorkerEvent, type WorkerSpec } from './worker-spec.ts';
+import type { ProcessTracing } from '../observability/tracing/start-tracing.ts';
+import { registerSpanCounts } from '../observability/tracing/span-count-metrics.ts';
 
 export interface RunningWorker {
   readonly url: string;
@@ -35,8 +37,14 @@ export interface RunningWorker {
 export async function startWorker(
   spec: WorkerSpec,
   emit: (event: WorkerEvent) => void,
+  options: {
+    /** Records traced requests' spans (main.ts: when KILN_OTLP_URL is set); null: off. */
+    readonly tracing?: ProcessTracing | null;
+  } = {},
 ): Promise<RunningWorker> {
   const metrics = new WorkerMetrics({ replica: spec.replicaId });
+  const tracing = options.tracing ?? null;
+  if (tracing !== null) registerSpanCounts(metrics.registry, 'worker', tracing.counts);
   const state: WorkerState = {
     phase: 'loading',
     reason: null,
@@ -45,7 +53,7 @@ export async function startWorker(
     inflight: 0,
     batcher: null,
   };
-  const server = createWorkerServer(spec, state, metrics);
+  const server = createWorkerServer(spec, state, metrics, undefined, tracing?.tracer ?? null);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(spec.port, spec.host, () => resolve());

@@ -131,6 +131,8 @@ export class WorkerChannel {
     if (typeof meta.t === 'string') headers['kiln-timeout-ms'] = meta.t;
     if (typeof meta.p === 'string') headers['kiln-priority'] = meta.p;
     if (typeof meta.d === 'string') markForDrift(headers, meta.d);
+    if (typeof meta.tp === 'string') headers.traceparent = meta.tp;
+    if (typeof meta.ts === 'string') headers.tracestate = meta.ts;
     // The frame's body is a view into the read buffer; the request may outlive this turn.
     this.run(id, Buffer.from(frame.body), headers);
   }
@@ -170,6 +172,8 @@ export class WorkerChannel {
     if (decoded.timeoutHeader !== undefined) headers['kiln-timeout-ms'] = decoded.timeoutHeader;
     if (decoded.priorityHeader !== undefined) headers['kiln-priority'] = decoded.priorityHeader;
     if (decoded.driftSlice !== undefined) markForDrift(headers, decoded.driftSlice);
+    if (decoded.traceparent !== undefined) headers.traceparent = decoded.traceparent;
+    if (decoded.tracestate !== undefined) headers.tracestate = decoded.tracestate;
     this.run(frame.id, decoded.request, headers);
   }
 

@@ -39,6 +39,9 @@ import { ServingSketches } from './drift/serving-sketches.ts';
 import { driftHeader, sketchesPath } from '../protocol/drift/sketch-report.ts';
 import { SLICE_HEADER } from '../protocol/traffic/traffic-report.ts';
 import type { WorkerSpec } from './worker-spec.ts';
+import type { KilnTracer } from '../observability/tracing/kiln-tracer.ts';
+import { isSampledTraceparent } from '../observability/tracing/traceparent.ts';
+import { WorkerTrace } from './worker-trace.ts';
 
 export type WorkerPhase = 'loading' | 'ready' | 'failed' | 'draining';
 
@@ -174,6 +177,8 @@ export function createWorkerServer(
   state: WorkerState,
   metrics: WorkerMetrics,
   clock: BatcherClock = monotonicClock,
+  /** Records the spans of requests whose trace context is sampled; null: tracing off. */
+  tracer: KilnTracer | null = null,
 ): Server {
   const version = String(spec.version);
   const series = { endpoint: spec.endpoint, version };
@@ -250,6 +255,11 @@ export function createWorkerServer(
     if (how.counted !== true) state.inflight += 1;
     inflightGauge.inc();
     let status = 200;
+    // Only a request the gateway traces (sampled flag) is recorded here too.
+    const trace =
+      tracer !== null && isSampledTraceparent(headers.traceparent)
+        ? WorkerTrace.start(tracer, spec, headers, clock)
+        : null;
     const fail = (error: KilnError): WorkerReply => {
       status = error.status;
       return errorReply(error);
@@ -291,9 +301,12 @@ export function createWorkerServer(
         if (deadlineMicros !== null && clock.nowMicros() >= deadlineMicros) return expired();
         executions.inc();
         batchSize.observe(decoded.request.inputs[0]?.shape[0] ?? 1);
+        const running = trace?.runtime(runtime.name, decoded.request.inputs[0]?.shape[0] ?? 1);
         outcome = await runtime.infer(controls.request);
+        running?.end();
       } else {
         const shape = batchShape(controls.request);
+        const enqueuedMicros = trace === null ? 0 : clock.nowMicros();
         const gone = watch === null ? null : new CancelFlag();
         const unwatch = gone === null ? null : watch!(() => gone.abort());
         const queued = batcher.enqueue({
@@ -317,6 +330,7 @@ export function createWorkerServer(
         switch (settled.kind) {
           case 'done':
             queueWait.observe(settled.queuedMicros / 1e6);
+            trace?.batched(enqueuedMicros, settled.batch, runtime.name, shape?.rows ?? 1);
             outcome = settled.value;
             break;
           case 'expired':
@@ -348,7 +362,10 @@ export function createWorkerServer(
           outcome.outputs,
         );
       }
-      return { status: 200, body: encodeInferResponse(outcome, meta), retryAfter: null };
+      const encoding = trace?.encode();
+      const body = encodeInferResponse(outcome, meta);
+      encoding?.end();
+      return { status: 200, body, retryAfter: null };
     } catch (error) {
       process.stderr.write(
         `worker ${spec.replicaId}: unexpected error: ${String((error as Error).stack ?? error)}\n`,
@@ -359,6 +376,7 @@ export function createWorkerServer(
       inflightGauge.dec();
       countRequest(status);
       durationSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
+      trace?.end(status);
     }
   }
 

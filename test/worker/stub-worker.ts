@@ -11,6 +11,7 @@ import { createInferBatcher } from '../../src/worker/batching/infer-batcher.ts';
 import { WorkerMetrics } from '../../src/worker/worker-metrics.ts';
 import { createWorkerServer, type WorkerState } from '../../src/worker/worker-server.ts';
 import type { WorkerSpec } from '../../src/worker/worker-spec.ts';
+import type { KilnTracer } from '../../src/observability/tracing/kiln-tracer.ts';
 
 export const schema = {
   inputs: [{ name: 'x', datatype: 'FP32' as const, shape: [-1, -1] }],
@@ -71,6 +72,8 @@ export async function startStub(
   batching: BatchingConfig | null,
   held = 1,
   specOverrides: Partial<WorkerSpec> = {},
+  /** Records traced requests' spans (docs/tracing.md); null: tracing off. */
+  tracer: KilnTracer | null = null,
 ): Promise<Harness> {
   const spec: WorkerSpec = {
     replicaId: 'm-1',
@@ -105,7 +108,7 @@ export async function startStub(
             hooks: metrics.batcherHooks({ endpoint: 'm', version: '1' }),
           }),
   };
-  const server: Server = createWorkerServer(spec, state, metrics);
+  const server: Server = createWorkerServer(spec, state, metrics, undefined, tracer);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {

@@ -17,6 +17,7 @@ import { integerOption, parseNumber } from '../arguments.ts';
 import { homeOf } from '../context.ts';
 import { CliError, usageError } from '../errors.ts';
 import { writeOut } from '../output.ts';
+import { otlpUrlProblem } from '../../observability/tracing/otlp-url.ts';
 
 interface UpOptions {
   readonly port: number;
@@ -28,6 +29,7 @@ interface UpOptions {
   readonly maxUploadBytes?: number;
   readonly inventory?: string;
   readonly prices?: string;
+  readonly otlp?: string;
 }
 
 export function registerUpCommand(program: Command): void {
@@ -64,9 +66,17 @@ export function registerUpCommand(program: Command): void {
       '--prices <file>',
       'the cost price table (JSON; default: <home>/prices.json, else the defaults in docs/cost.md)',
     )
+    .option(
+      '--otlp <url>',
+      'export OpenTelemetry traces of the gateway and workers to this OTLP/HTTP collector, e.g. http://127.0.0.1:4318 (docs/tracing.md)',
+    )
     .action(async (options: UpOptions, command: Command) => {
       for (const port of [options.port, options.gatewayPort]) {
         if (port > 65535) throw usageError(`invalid port ${port}: expected 0–65535`);
+      }
+      if (options.otlp !== undefined) {
+        const problem = otlpUrlProblem(options.otlp);
+        if (problem !== null) throw usageError(`invalid --otlp ${options.otlp}: ${problem}`);
       }
       const maxUploadBytes = options.maxUploadBytes ?? maxUploadBytesFromEnv();
       const home = homeOf(command);
@@ -93,6 +103,7 @@ export function registerUpCommand(program: Command): void {
           ...(maxUploadBytes === undefined ? {} : { maxUploadBytes }),
           ...(options.inventory === undefined ? {} : { inventory: options.inventory }),
           ...(options.prices === undefined ? {} : { prices: options.prices }),
+          ...(options.otlp === undefined ? {} : { otlpUrl: options.otlp }),
         });
       } catch (error) {
         throw startError(error, options.host, options.port);

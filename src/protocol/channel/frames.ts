@@ -129,6 +129,9 @@ export interface InferFrameMeta {
   readonly p?: string;
   /** Drift sketches (issue 15): sketch the request under this slice value ('': none). */
   readonly d?: string;
+  /** A traced request's `traceparent` (the gateway's attempt span) and `tracestate`. */
+  readonly tp?: string;
+  readonly ts?: string;
 }
 
 /** A reply frame's meta: the HTTP status, and Retry-After when the worker set one. */

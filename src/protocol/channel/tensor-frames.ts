@@ -3,7 +3,8 @@
 // schema; sending the decoded typed arrays spares the worker a second parse of the same
 // text, which for a few rows of features costs about as much as evaluating them.
 //
-//   meta  {"t"?, "p"?: steering headers, "id"?, "pa"?: parameters, "o"?: outputs,
+//   meta  {"tp"?, "ts"?: trace context (a traced request; channel-client.ts puts them first),
+//          "t"?, "p"?: steering headers, "id"?, "pa"?: parameters, "o"?: outputs,
 //          "i": [[name, datatype, shape, byteOffset, byteLength, parameters?], …]}
 //   body  each input's elements as little-endian bytes (the typed array's own layout), one
 //         after the other
@@ -17,6 +18,8 @@ import { datatypeInfo, isTensorDatatype } from '../v2/datatypes.ts';
 type InputEntry = [string, TensorDatatype, number[], number, number, TensorParameters?];
 
 interface TensorFrameMeta {
+  tp?: string;
+  ts?: string;
   t?: string;
   p?: string;
   /** Drift sketches (issue 15): the slice value to sketch the request under ('': none). */
@@ -75,6 +78,9 @@ export type TensorRequestResult =
       readonly priorityHeader: string | undefined;
       /** Drift sketches: the slice value ('': none); undefined: not marked. */
       readonly driftSlice: string | undefined;
+      /** A traced request's `traceparent` and `tracestate` (undefined: not traced). */
+      readonly traceparent: string | undefined;
+      readonly tracestate: string | undefined;
     }
   | { readonly ok: false; readonly message: string };
 
@@ -139,12 +145,15 @@ export function decodeTensorRequest(metaText: string, body: Buffer): TensorReque
     ...(meta.pa === undefined ? {} : { parameters: meta.pa }),
     ...(meta.id === undefined ? {} : { id: meta.id }),
   };
+  // A malformed trace context only loses the trace, never the request.
   return {
     ok: true,
     request,
     timeoutHeader: meta.t,
     priorityHeader: meta.p,
     driftSlice: meta.d,
+    traceparent: typeof meta.tp === 'string' ? meta.tp : undefined,
+    tracestate: typeof meta.ts === 'string' ? meta.ts : undefined,
   };
 }
 

@@ -73,11 +73,39 @@ export interface CancelSignal {
   removeEventListener(type: 'abort', listener: () => void): void;
 }
 
-/** Runs one batch; resolves one result per payload, in order. */
-export type BatchExecutor<T, R> = (payloads: readonly T[], rows: number) => Promise<readonly R[]>;
+/**
+ * Runs one batch; resolves one result per payload, in order. `run` describes the batch; the
+ * executor may note in it when its own work (the model run) began and ended.
+ */
+export type BatchExecutor<T, R> = (
+  payloads: readonly T[],
+  rows: number,
+  run: BatchRun,
+) => Promise<readonly R[]>;
+
+/**
+ * One execution of a batch, on the batcher's clock: what a request's trace shows of the batch
+ * it ran in (kiln.batch and kiln.runtime spans). One object per batch, shared by its requests.
+ */
+export interface BatchRun {
+  /** Requests in the batch, and their rows. */
+  readonly requests: number;
+  readonly rows: number;
+  /** Handed to the executor, and its results back. */
+  readonly startedMicros: number;
+  endedMicros: number;
+  /** The executor's own work, when it notes it (-1: not noted). */
+  workStartedMicros: number;
+  workEndedMicros: number;
+}
 
 export type Settled<R> =
-  | { readonly kind: 'done'; readonly value: R; readonly queuedMicros: number }
+  | {
+      readonly kind: 'done';
+      readonly value: R;
+      readonly queuedMicros: number;
+      readonly batch: BatchRun;
+    }
   | { readonly kind: 'failed'; readonly error: unknown; readonly queuedMicros: number }
   | { readonly kind: 'expired'; readonly queuedMicros: number }
   | { readonly kind: 'cancelled' };
@@ -286,11 +314,20 @@ export class DynamicBatcher<T, R> {
     for (const entry of batch) this.unqueue(entry);
     this.running = true;
     this.options.hooks?.onBatch?.(batch.length, rows);
+    const run: BatchRun = {
+      requests: batch.length,
+      rows,
+      startedMicros: now,
+      endedMicros: now,
+      workStartedMicros: -1,
+      workEndedMicros: -1,
+    };
     let pending: Promise<readonly R[]>;
     try {
       pending = this.options.executor(
         batch.map((e) => e.request.payload),
         rows,
+        run,
       );
     } catch (error) {
       pending = Promise.reject(error instanceof Error ? error : new Error(String(error)));
@@ -298,6 +335,7 @@ export class DynamicBatcher<T, R> {
     pending
       .then(
         (results) => {
+          run.endedMicros = this.options.clock.nowMicros();
           if (results.length !== batch.length) {
             const error = new Error(`executor gave ${results.length} results for ${batch.length}`);
             for (const entry of batch) this.fail(entry, error, now);
@@ -308,6 +346,7 @@ export class DynamicBatcher<T, R> {
               kind: 'done',
               value: results[i] as R,
               queuedMicros: now - entry.arrivalMicros,
+              batch: run,
             }),
           );
         },

@@ -17,6 +17,7 @@ import { monotonicClock, timerScheduler } from './batch-timers.ts';
 import { concatRequests, splitOutputs } from './batch-tensors.ts';
 import {
   DynamicBatcher,
+  type BatchRun,
   type BatcherClock,
   type BatcherHooks,
   type BatcherScheduler,
@@ -44,8 +45,15 @@ export function createInferBatcher(
   const joinable = joinsAlongRows(runtime);
   return new DynamicBatcher<InferRequest, InferOutcome>({
     config,
-    executor: (requests) =>
-      runBatch(runtime, requests, joinable, options.hooks?.onExecution?.bind(options.hooks)),
+    executor: (requests, _rows, run) =>
+      runBatch(
+        runtime,
+        requests,
+        joinable,
+        options.hooks?.onExecution?.bind(options.hooks),
+        run,
+        options.clock ?? monotonicClock,
+      ),
     clock: options.clock ?? monotonicClock,
     scheduler: options.scheduler ?? timerScheduler,
     ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
@@ -70,11 +78,20 @@ export async function runBatch(
   requests: readonly InferRequest[],
   joinable = true,
   onExecution?: (rows: number) => void,
+  batch?: BatchRun,
+  clock: BatcherClock = monotonicClock,
 ): Promise<InferOutcome[]> {
-  // Every model call goes through here, so each is counted with its own rows.
-  const run = (request: InferRequest): Promise<InferOutcome> => {
+  // Every model call goes through here, so each is counted with its own rows, and the batch
+  // notes when the model ran (first call's start to last call's end) for its trace.
+  const run = async (request: InferRequest): Promise<InferOutcome> => {
     onExecution?.(request.inputs[0]?.shape[0] ?? 1);
-    return model.infer(request);
+    if (batch === undefined) return model.infer(request);
+    if (batch.workStartedMicros < 0) batch.workStartedMicros = clock.nowMicros();
+    try {
+      return await model.infer(request);
+    } finally {
+      batch.workEndedMicros = clock.nowMicros();
+    }
   };
   if (requests.length === 1 || !joinable) return eachAlone(run, requests);
   let outcome: InferOutcome;

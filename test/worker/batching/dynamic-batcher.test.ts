@@ -284,9 +284,19 @@ void test('results reach their own requests with the time they queued', async ()
   time.advanceTo(400);
   add('b');
   time.advanceTo(1000);
+  time.advanceTo(1500);
   await finish();
-  assert.deepEqual(outcomes.get('a'), { kind: 'done', value: 'a', queuedMicros: 1000 });
-  assert.deepEqual(outcomes.get('b'), { kind: 'done', value: 'b', queuedMicros: 600 });
+  // Both ran in one batch, handed over at 1000 and back at 1500 (what their traces show).
+  const batch = {
+    requests: 2,
+    rows: 2,
+    startedMicros: 1000,
+    endedMicros: 1500,
+    workStartedMicros: -1,
+    workEndedMicros: -1,
+  };
+  assert.deepEqual(outcomes.get('a'), { kind: 'done', value: 'a', queuedMicros: 1000, batch });
+  assert.deepEqual(outcomes.get('b'), { kind: 'done', value: 'b', queuedMicros: 600, batch });
 });
 
 void test('with a deferring scheduler, requests enqueued in one turn form one batch', async () => {

@@ -41,6 +41,7 @@ import type {
 } from '../backend.ts';
 import { findSurvivors, type LocalSurvivor } from './surviving-replica.ts';
 import { placementEnv } from '../../placement/placement-env.ts';
+import { otlpUrlEnv } from '../../../observability/tracing/otlp-url.ts';
 import { StandbyWorkers } from './standby-workers.ts';
 import { WorkerProcess } from './worker-process.ts';
 
@@ -77,6 +78,8 @@ export interface LocalBackendOptions {
   readonly standbyWorkers?: number;
   /** Start the standby workers at init, before any replica (what `kiln up` asks for). */
   readonly prestartStandby?: boolean;
+  /** Workers export traces to this OTLP/HTTP collector (`kiln up --otlp`; docs/tracing.md). */
+  readonly otlpUrl?: string;
 }
 
 export class LocalBackend implements Backend {
@@ -99,10 +102,16 @@ export class LocalBackend implements Backend {
           detached: this.detached,
           logPath: join(this.standbyDir, `${++this.standbyCount}.${this.pid}.log`),
           stdinPipe: true,
-          env: { ...process.env },
+          env: { ...process.env, ...this.tracingEnv },
         };
       },
     });
+  }
+
+  /** What tells a worker to export traces (none: it inherits this process's setting). */
+  private get tracingEnv(): Record<string, string> {
+    const url = this.options.otlpUrl;
+    return url === undefined ? {} : { [otlpUrlEnv]: url };
   }
 
   private get detached(): boolean {
@@ -146,6 +155,7 @@ export class LocalBackend implements Backend {
         stdinPipe: !detached,
         env: {
           ...process.env,
+          ...this.tracingEnv,
           KILN_REPLICA_ID: launch.replicaId,
           ...placementEnv(launch.placement),
         },
