@@ -404,7 +404,7 @@ export const errorRegistry = {
     status: 400,
     retryable: false,
     template: 'invalid reference profile {source}: {reason}',
-    hint: 'a profile is what `kiln models profile` writes (docs/drift.md)',
+    hint: 'a profile is what `kiln models profile` writes (docs/profiles.md)',
   },
   KILN_PROFILE_NOT_FOUND: {
     status: 404,

@@ -45,6 +45,8 @@ import type {
   TrustedKey,
 } from '../registry/types.ts';
 import type { DriftWindowQuery, DriftWindowRecord, NewDriftWindow } from './drift-records.ts';
+import type { DataProfile } from '../observability/profile/data-profile.ts';
+import type { VersionProfile } from './profile-records.ts';
 
 export interface NewModel {
   readonly name: string;
@@ -295,6 +297,11 @@ export interface Store {
   deletePool(name: string): Promise<PoolRecord | null>;
 
   // --- issue 15 B: reference profiles (profile-records.ts) ---------------------------------------------
+
+  /** Replaces a version's reference profile; the version must exist (KILN_VERSION_NOT_FOUND). */
+  setVersionProfile(model: string, version: number, profile: DataProfile): Promise<VersionProfile>;
+  /** null when the version has none, or is deleted. */
+  getVersionProfile(model: string, version: number): Promise<VersionProfile | null>;
 
   // --- issue 15 C: drift windows (drift-records.ts) ---------------------------------------------
   /**

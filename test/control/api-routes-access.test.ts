@@ -76,6 +76,8 @@ const declared: Readonly<Record<string, Need>> = {
   'GET /api/v1/rollouts/:id': 'read',
   'PUT /api/v1/models/:name/versions/:ref/golden': 'team',
   'GET /api/v1/models/:name/versions/:ref/golden': 'read',
+  'PUT /api/v1/models/:name/versions/:ref/profile': 'team',
+  'GET /api/v1/models/:name/versions/:ref/profile': 'read',
   'POST /api/v1/models': 'team',
   'GET /api/v1/models': 'read',
   'GET /api/v1/models/:name': 'read',

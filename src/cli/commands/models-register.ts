@@ -31,6 +31,7 @@ import { withClient } from '../context.ts';
 import { CliError, usageError } from '../errors.ts';
 import { readSchema, readSigningKey } from '../local-files.ts';
 import { goldenSummary, putGoldenSet, readGoldenFile } from './models-golden.ts';
+import { profileSummary, putVersionProfile, readProfileFile } from './models-profile.ts';
 import { apiPath, type KilnClient } from '../http-client.ts';
 import { humanSize, printJson, renderKeyValues, writeOut } from '../output.ts';
 import { createProgress } from '../progress.ts';
@@ -64,6 +65,7 @@ interface RegisterOptions {
   readonly signKey?: string;
   readonly alias?: string;
   readonly golden?: string;
+  readonly profile?: string;
   readonly progress: boolean;
   readonly json?: boolean;
 }
@@ -119,6 +121,10 @@ export function registerRegisterCommand(models: Command): void {
       '--golden <file>',
       'JSON golden set {tolerance?, cases: [{request, outputs}]} the version must reproduce',
     )
+    .option(
+      '--profile <file>',
+      'reference profile JSON (what `kiln models profile --output` writes) stored with the version',
+    )
     .option('--no-progress', 'never draw the upload progress bar')
     .option('--json', 'print the new version as JSON')
     .action(async (path: string | undefined, options: RegisterOptions, command: Command) => {
@@ -140,6 +146,8 @@ async function runRegister(
   const signingKey =
     options.signKey === undefined ? undefined : await readSigningKey(options.signKey);
   const golden = options.golden === undefined ? undefined : await readGoldenFile(options.golden);
+  const profile =
+    options.profile === undefined ? undefined : await readProfileFile(options.profile);
   const files = path === undefined ? [] : await hashFiles(await walkArtifact(path));
 
   const body: CreateVersionBody = { format: options.format, files: toManifestFiles(files) };
@@ -195,6 +203,22 @@ async function runRegister(
         });
       });
       if (options.json !== true) writeOut(goldenSummary(stored));
+    }
+    if (profile !== undefined) {
+      // Like the golden set: after the version, and a refusal leaves the version standing.
+      const { model, version: number } = version;
+      const stored = await putVersionProfile(client, model, number, profile).catch(
+        (error: unknown) => {
+          if (!(error instanceof CliError)) throw error;
+          throw new CliError(error.code, error.message, {
+            hint: `version ${number} is registered without a profile: fix the file, then \`kiln models profile ${model}:${number} --from ${options.profile ?? 'FILE'}\``,
+            exitCode: error.exitCode,
+            ...(error.status === undefined ? {} : { status: error.status }),
+            cause: error,
+          });
+        },
+      );
+      if (options.json !== true) writeOut(profileSummary(stored));
     }
     return version;
   });

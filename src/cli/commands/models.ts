@@ -16,6 +16,7 @@ import { CliError, usageError } from '../errors.ts';
 import { apiPath, type KilnClient } from '../http-client.ts';
 import { emit, humanSize, type JsonOption } from '../output.ts';
 import { registerGoldenCommands } from './models-golden.ts';
+import { registerProfileCommand } from './models-profile.ts';
 import { aliasMoveText, registerRegisterCommand } from './models-register.ts';
 import {
   aliasesTable,
@@ -32,6 +33,7 @@ export function registerModelsCommands(program: Command): void {
     .description('register, inspect and manage model versions');
   registerRegisterCommand(models);
   registerGoldenCommands(models);
+  registerProfileCommand(models);
 
   models
     .command('list')

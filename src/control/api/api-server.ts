@@ -9,6 +9,7 @@ import { installErrorHandling, installJsonParser } from './error-handler.ts';
 import { registerAccessRoutes } from './routes-access.ts';
 import { registerBlobRoutes } from './routes-blobs.ts';
 import { registerGoldenRoutes } from './routes-golden.ts';
+import { registerProfileRoutes } from './routes-profiles.ts';
 import { registerModelRoutes } from './routes-models.ts';
 import { registerRolloutRoutes } from './routes-rollouts.ts';
 import { registerSystemRoutes } from './routes-system.ts';
@@ -122,6 +123,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
   }
   registerModelRoutes(app, options.registry);
   registerGoldenRoutes(app, options.registry);
+  registerProfileRoutes(app, options.registry);
   // A stored blob may repair a replica failing on a damaged copy of it: retry that one now.
   const reconciler = options.serving?.reconciler;
   registerBlobRoutes(app, options.registry.artifacts, options.maxUploadBytes, (digest) =>

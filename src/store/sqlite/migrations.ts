@@ -320,8 +320,14 @@ export const sqliteMigrations: readonly Migration[] = [
   {
     version: 7,
     name: 'reference-profiles',
-    // Issue 15, B: reference profiles of versions. Reserved: filled by its area before it ships.
-    sql: `SELECT 1;`,
+    // Issue 15, B: the reference profile of a version (training-data sketches), one per version.
+    sql: `
+      CREATE TABLE version_profiles (
+        version_id   INTEGER PRIMARY KEY REFERENCES model_versions(id),
+        profile_json TEXT NOT NULL,  -- DataProfile (src/observability/profile/data-profile.ts)
+        stored_at    TEXT NOT NULL
+      );
+    `,
   },
   {
     version: 8,

@@ -46,6 +46,9 @@ import { SqliteDriftTables } from './sqlite-drift.ts';
 import type { DriftWindowQuery, DriftWindowRecord, NewDriftWindow } from '../drift-records.ts';
 import { SqliteCostTables } from './sqlite-cost.ts';
 import type { TokenUsageRow, UsageQuery, UsageRow } from '../cost-records.ts';
+import { SqliteProfileTables } from './sqlite-profiles.ts';
+import type { DataProfile } from '../../observability/profile/data-profile.ts';
+import type { VersionProfile } from '../profile-records.ts';
 import type { AuditRecord, NewAuditRecord, NewToken, TokenRecord } from '../access-records.ts';
 import type {
   EndpointTrafficRecord,
@@ -103,6 +106,7 @@ export class SqliteStore implements Store {
   private readonly scaling: SqliteScalingTables;
   private readonly drift: SqliteDriftTables;
   private readonly cost: SqliteCostTables;
+  private readonly profiles: SqliteProfileTables;
 
   private constructor(db: Database.Database, clock: Clock) {
     this.db = db;
@@ -117,6 +121,7 @@ export class SqliteStore implements Store {
     this.scaling = new SqliteScalingTables(db, clock);
     this.drift = new SqliteDriftTables(db, clock);
     this.cost = new SqliteCostTables(db);
+    this.profiles = new SqliteProfileTables(db, clock);
   }
 
   static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
@@ -802,6 +807,14 @@ export class SqliteStore implements Store {
   }
 
   // ---------------------------------------------------------------- issue 15 B: reference profiles
+
+  setVersionProfile(model: string, version: number, profile: DataProfile): Promise<VersionProfile> {
+    return this.run(() => this.profiles.setVersionProfile(model, version, profile));
+  }
+
+  getVersionProfile(model: string, version: number): Promise<VersionProfile | null> {
+    return this.run(() => this.profiles.getVersionProfile(model, version));
+  }
 
   // ---------------------------------------------------------------- issue 15 C: drift windows
 

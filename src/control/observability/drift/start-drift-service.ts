@@ -34,10 +34,5 @@ async function referenceProfile(
   model: string,
   version: number,
 ): Promise<DataProfile | null> {
-  const get = (
-    store as {
-      getVersionProfile?: (model: string, version: number) => Promise<DataProfile | null>;
-    }
-  ).getVersionProfile;
-  return get === undefined ? null : get.call(store, model, version);
+  return (await store.getVersionProfile(model, version))?.profile ?? null;
 }
