@@ -5,11 +5,17 @@
 //
 //   sketch   ServingSketches.record (the worker, per answered request marked for drift):
 //            one [1, 25] FP32 row and one output, into the overall and one slice's sketches
+//   trace    one traced request's seven spans as the gateway and the worker make them
+//            (kiln.gateway + kiln.channel; kiln.worker, queue, batch, runtime, encode, with
+//            their attributes) through the SDK's batch processor and the OTLP/HTTP exporter
+//            to a local receiver, flushed every 256 requests: the export is in the figure
 //
 // The request's own CPU (gateway + worker, measured end to end) divides them into the share
 // of throughput they cost when serving is CPU-bound.
 
 import type { Tensor } from '../src/core/tensor.ts';
+import { SpanKind, traceparentOf } from '../src/observability/tracing/kiln-tracer.ts';
+import { startTracing } from '../src/observability/tracing/start-tracing.ts';
 import { ServingSketches } from '../src/worker/drift/serving-sketches.ts';
 
 /** Seeded standard normal rows (same every run), `count` × `width`. */
@@ -60,4 +66,94 @@ export function sketchRecordMicros(calls = 200_000, width = 25): number {
     // The control plane takes the sketches every few seconds: start afresh now and then.
     if ((i & 0xffff) === 0xffff) sketches.take();
   });
+}
+
+/**
+ * µs per traced request (seven spans, exported to `otlpUrl`), and the spans the SDK dropped
+ * (its queue full) or could not export.
+ */
+export async function traceRequestMicros(
+  otlpUrl: string,
+  requests = 20_000,
+): Promise<{ micros: number; exported: number; dropped: number }> {
+  const tracing = await startTracing({ serviceName: 'kiln-bench', otlpUrl });
+  const tracer = tracing.tracer;
+  const one = (i: number): void => {
+    const gateway = tracer.startRequest(
+      'POST /v2/models/{model}/infer',
+      SpanKind.SERVER,
+      null,
+      undefined,
+      {
+        'http.request.method': 'POST',
+        'http.route': '/v2/models/{model}/infer',
+        'url.path': '/v2/models/bench/infer',
+        'kiln.endpoint': 'bench',
+        'kiln.request_id': `req-${i}`,
+      },
+    );
+    const attempt = tracer.child(gateway, 'kiln.channel', SpanKind.CLIENT, undefined, {
+      'kiln.replica': 'bench-0',
+      'kiln.version': '1',
+      'kiln.model': 'bench',
+      'kiln.transport': 'unix',
+      'server.address': 'http://127.0.0.1:40000',
+    });
+    const worker = tracer.continueSampled('kiln.worker', traceparentOf(attempt), undefined, {
+      'kiln.endpoint': 'bench',
+      'kiln.model': 'bench',
+      'kiln.version': '1',
+      'kiln.replica': 'bench-0',
+      'kiln.request_id': `req-${i}`,
+    });
+    if (worker !== null) {
+      const batchAttributes = {
+        'kiln.batch.size': 4,
+        'kiln.batch.rows': 4,
+        'kiln.request.rows': 1,
+      };
+      tracer.child(worker, 'kiln.queue').end();
+      const batch = tracer.child(
+        worker,
+        'kiln.batch',
+        SpanKind.INTERNAL,
+        undefined,
+        batchAttributes,
+      );
+      tracer
+        .child(batch, 'kiln.runtime', SpanKind.INTERNAL, undefined, {
+          'kiln.runtime': 'trees',
+          ...batchAttributes,
+        })
+        .end();
+      batch.end();
+      tracer.child(worker, 'kiln.encode').end();
+      worker.setAttribute('http.response.status_code', 200);
+      worker.end();
+    }
+    attempt.setAttribute('http.response.status_code', 200);
+    attempt.end();
+    gateway.setAttribute('kiln.version', '1');
+    gateway.setAttribute('http.response.status_code', 200);
+    gateway.end();
+  };
+  for (let i = 0; i < 512; i++) {
+    one(i); // warm up
+    if ((i & 255) === 255) await tracing.forceFlush();
+  }
+  await tracing.forceFlush();
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < requests; i++) {
+    one(i);
+    if ((i & 255) === 255) await tracing.forceFlush();
+  }
+  await tracing.forceFlush();
+  const micros = Number(process.hrtime.bigint() - start) / 1000 / requests;
+  const counts = { ...tracing.counts };
+  await tracing.shutdown();
+  return {
+    micros,
+    exported: counts.exported,
+    dropped: counts.droppedQueueFull + counts.droppedExportFailed,
+  };
 }
