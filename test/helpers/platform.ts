@@ -23,6 +23,8 @@ export async function testPlatform(
     clock?: Clock;
     /** An inventory file (placement, issue 14). */
     inventory?: string;
+    /** An OTLP/HTTP collector the gateway and workers export traces to (issue 15). */
+    otlpUrl?: string;
   } = {},
 ): Promise<TestPlatform> {
   const home = await mkdtemp(join(tmpdir(), 'kiln-home-'));
