@@ -30,13 +30,20 @@ import {
 
 type Sketcher = NumericSketcher | CategoricalSketcher;
 
-/** Column names of a tensor of one shape: computed once per (name, width), then reused. */
-type ColumnNames = readonly string[] | null;
+/** A tensor's column sketchers for one layout (width, kind); null: not sketched. */
+interface TensorPlan {
+  readonly width: number;
+  readonly categorical: boolean;
+  readonly sketchers: readonly Sketcher[] | null;
+}
 
 class ProfileSketcher {
   rows = 0;
   readonly features = new Map<string, Sketcher>();
   readonly outputs = new Map<string, Sketcher>();
+  /** By tensor name: the sketchers its columns go to (plans, see addTensor). */
+  readonly inputPlans = new Map<string, TensorPlan>();
+  readonly outputPlans = new Map<string, TensorPlan>();
 
   snapshot(createdAt: string): DataProfile {
     return {
@@ -64,7 +71,6 @@ export class ServingSketches {
   private overall = new ProfileSketcher();
   private slices = new Map<string, ProfileSketcher>();
   private windowStartMs: number;
-  private readonly names = new Map<string, ColumnNames>();
 
   constructor(
     private readonly identity: Pick<
@@ -130,12 +136,14 @@ export class ServingSketches {
   ): void {
     into.rows += rows;
     const featureNames = this.naming().featureNames;
-    for (const tensor of inputs) this.addTensor(into.features, tensor, featureNames);
-    for (const tensor of outputs) this.addTensor(into.outputs, tensor, null);
+    for (const tensor of inputs)
+      this.addTensor(into.features, into.inputPlans, tensor, featureNames);
+    for (const tensor of outputs) this.addTensor(into.outputs, into.outputPlans, tensor, null);
   }
 
   private addTensor(
     into: Map<string, Sketcher>,
+    plans: Map<string, TensorPlan>,
     tensor: Tensor,
     featureNames: readonly string[] | null,
   ): void {
@@ -143,45 +151,80 @@ export class ServingSketches {
     if (shape.length > 2) return;
     const rows = shape.length === 0 ? 1 : shape[0]!;
     const width = shape.length === 2 ? shape[1]! : 1;
-    if (width > maxSketchColumns || width === 0) return;
-    const names = this.columnNames(tensor.name, width, featureNames);
-    if (names === null) return;
-    const data = tensor.data;
     const categorical = tensor.datatype === 'BYTES';
-    const read = categorical ? null : readerOf(tensor);
-    for (let column = 0; column < width; column++) {
-      const name = names[column]!;
-      let sketcher = into.get(name);
-      if (sketcher === undefined) {
-        sketcher = categorical ? new CategoricalSketcher() : new NumericSketcher();
-        into.set(name, sketcher);
+    // The sketchers of this tensor's columns, looked up by name once per layout, not per
+    // request: the hot path then only adds values.
+    let plan = plans.get(tensor.name);
+    if (plan === undefined || plan.width !== width || plan.categorical !== categorical) {
+      plan = this.planOf(into, tensor.name, width, categorical, featureNames);
+      plans.set(tensor.name, plan);
+    }
+    const sketchers = plan.sketchers;
+    if (sketchers === null) return;
+    const data = tensor.data;
+    if (categorical) {
+      for (let r = 0; r < rows; r++) {
+        for (let c = 0; c < width; c++) {
+          (sketchers[c] as CategoricalSketcher).add(textAt(data, r * width + c));
+        }
       }
-      if (sketcher instanceof CategoricalSketcher) {
-        for (let r = 0; r < rows; r++) sketcher.add(textAt(data, r * width + column));
-      } else if (read !== null) {
-        for (let r = 0; r < rows; r++) sketcher.add(read(r * width + column));
+      return;
+    }
+    const numeric = sketchers as NumericSketcher[];
+    if (isPlainNumeric(tensor)) {
+      const values = data as ArrayLike<number>;
+      for (let r = 0, i = 0; r < rows; r++) {
+        for (let c = 0; c < width; c++, i++) numeric[c]!.add(values[i]);
       }
+      return;
+    }
+    const read = readerOf(tensor);
+    for (let r = 0, i = 0; r < rows; r++) {
+      for (let c = 0; c < width; c++, i++) numeric[c]!.add(read(i));
     }
   }
 
-  private columnNames(
+  /** The sketchers of a tensor's columns (made on first use); null: not sketched. */
+  private planOf(
+    into: Map<string, Sketcher>,
     name: string,
     width: number,
+    categorical: boolean,
     featureNames: readonly string[] | null,
-  ): ColumnNames {
-    const key = `${width} ${name}`;
-    let names = this.names.get(key);
-    if (names === undefined) {
-      names =
-        width === 1
-          ? [name]
-          : featureNames !== null && featureNames.length === width
-            ? featureNames
-            : Array.from({ length: width }, (_, j) => `${name}[${j}]`);
-      this.names.set(key, names);
+  ): TensorPlan {
+    if (width > maxSketchColumns || width === 0) return { width, categorical, sketchers: null };
+    const names =
+      width === 1
+        ? [name]
+        : featureNames !== null && featureNames.length === width
+          ? featureNames
+          : Array.from({ length: width }, (_, j) => `${name}[${j}]`);
+    const sketchers: Sketcher[] = [];
+    for (const column of names) {
+      let sketcher = into.get(column);
+      if (sketcher === undefined) {
+        sketcher = categorical ? new CategoricalSketcher() : new NumericSketcher();
+        into.set(column, sketcher);
+      }
+      // A name seen before with the other kind: this tensor is not sketched (first kind wins).
+      if (sketcher instanceof CategoricalSketcher !== categorical)
+        return { width, categorical, sketchers: null };
+      sketchers.push(sketcher);
     }
-    return names;
+    return { width, categorical, sketchers };
   }
+}
+
+/** Typed arrays whose elements are the values themselves (not half-float bits, not bigints). */
+function isPlainNumeric(tensor: Tensor): boolean {
+  const datatype = tensor.datatype;
+  return (
+    datatype !== 'FP16' &&
+    datatype !== 'BF16' &&
+    datatype !== 'INT64' &&
+    datatype !== 'UINT64' &&
+    datatype !== 'BYTES'
+  );
 }
 
 function rowsOf(inputs: readonly Tensor[]): number {
