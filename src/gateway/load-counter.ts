@@ -31,6 +31,9 @@ export class EndpointLoadCounter {
   private changedAtMs: number;
   private maxInFlight = 0;
   private latencyMs = new HistogramSketch(reportSketchAccuracy);
+  /** LLM tokens of the answers in the window (cost accounting), from the workers' kiln-usage. */
+  private promptTokens = 0;
+  private completionTokens = 0;
 
   constructor(
     readonly endpoint: string,
@@ -56,6 +59,12 @@ export class EndpointLoadCounter {
     if (status === 200) this.latencyMs.add(latencyMs);
   }
 
+  /** An LLM answer's tokens (counted once the worker says them, at its end for a stream). */
+  tokens(prompt: number, completion: number): void {
+    this.promptTokens += prompt;
+    this.completionTokens += completion;
+  }
+
   /**
    * The window [startMs, endMs) as an EndpointLoad (`held`: what the activator holds now),
    * or null when nothing arrived, was answered, in flight or held in it; a new window starts
@@ -68,7 +77,8 @@ export class EndpointLoadCounter {
       this.completed === 0 &&
       this.areaMs === 0 &&
       this.inFlight === 0 &&
-      held === 0;
+      held === 0 &&
+      this.promptTokens + this.completionTokens === 0;
     const lengthMs = endMs - startMs;
     const load: EndpointLoad | null = idle
       ? null
@@ -81,11 +91,17 @@ export class EndpointLoadCounter {
           concurrencyMax: Math.max(this.maxInFlight, this.inFlight),
           held,
           latencyMs: this.latencyMs.snapshot(),
+          // Only when there are some: a report without LLM answers keeps its issue-14 shape.
+          ...(this.promptTokens + this.completionTokens === 0
+            ? {}
+            : { promptTokens: this.promptTokens, completionTokens: this.completionTokens }),
         };
     this.arrivals = 0;
     this.completed = 0;
     this.areaMs = 0;
     this.maxInFlight = this.inFlight;
+    this.promptTokens = 0;
+    this.completionTokens = 0;
     if (this.latencyMs.count > 0) this.latencyMs = new HistogramSketch(reportSketchAccuracy);
     return load;
   }

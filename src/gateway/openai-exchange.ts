@@ -27,6 +27,7 @@ import type { ErrorCode, ErrorParams } from '../core/errors.ts';
 import { grantCovers } from './auth.ts';
 import type { GatewayRequest, GatewayResponse } from './http-types.ts';
 import { parseLlmLoadReport } from './llm-replica-load.ts';
+import { parseUsageHeader, usageHeader } from '../protocol/openai/usage-header.ts';
 import type { LlmRouter } from './llm-router.ts';
 import type { EndpointSeries, GatewayMetrics, LlmSeries } from './metrics.ts';
 import { sendOpenAiError, sendOpenAiKilnError } from './openai-reply.ts';
@@ -61,6 +62,9 @@ const llmUpstreamTimeoutMs = 10 * 60_000;
 const skippedLlmResponseHeaders: ReadonlySet<string> = new Set([
   ...skippedResponseHeaders,
   'kiln-load',
+  // The answer's tokens, for the cost accounting (usage-header.ts), and a stream's trailer.
+  usageHeader,
+  'trailer',
 ]);
 
 const upstreamPaths: Record<OpenAiRoute, string> = {
@@ -269,6 +273,7 @@ export class OpenAiExchange
       const report = parseLlmLoadReport(load);
       if (report !== null) replica.llmLoad.applyReport(report, this.sentIndex, performance.now());
     }
+    this.countTokens(headers[usageHeader]);
     if (this.done) {
       controller.abort(new Error('the client went away'));
       return;
@@ -294,7 +299,8 @@ export class OpenAiExchange
     this.writeToClient(controller, chunk);
   }
 
-  onResponseEnd(): void {
+  onResponseEnd(_controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
+    this.countTokens(trailers[usageHeader]);
     this.releaseReplica();
     if (this.done) return;
     this.res.end();
@@ -303,6 +309,13 @@ export class OpenAiExchange
 
   protected upstreamTimeoutMs(): number {
     return llmUpstreamTimeoutMs;
+  }
+
+  /** A worker's `kiln-usage` (header or trailer) into the endpoint's load report. */
+  private countTokens(value: string | string[] | undefined): void {
+    if (typeof value !== 'string' || this.load === null) return;
+    const counts = parseUsageHeader(value);
+    if (counts !== null) this.load.tokens(counts.promptTokens, counts.completionTokens);
   }
 
   // --- endings ------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import { defaultPriceTable } from '../../src/observability/cost/price-table.ts';
 import { costCsvColumns } from '../../src/observability/cost/cost-report-csv.ts';
 import type { UsageRow } from '../../src/store/cost-records.ts';
 import { Cli } from './cli-harness.ts';
+import { costReportText } from '../../src/cli/commands/cost.ts';
 
 test('cost report by team and endpoint, as text, JSON and CSV; bad queries are 400s naming the field', async () => {
   const platform = await testPlatform({ dev: false });
@@ -119,5 +120,102 @@ test('a price table that is wrong refuses the start, naming the file and the ent
   await assert.rejects(
     startPlatform({ home, host: '127.0.0.1', port: 0, dev: true, gateway: false, prices: file }),
     /invalid price table .*my-prices\.json: accelerators\.L4\.onDemand must be a price in USD per hour >= 0/,
+  );
+});
+
+test('LLM tokens ride on the gateways’ load reports into the cost report; malformed counts are 400s', async () => {
+  const platform = await testPlatform({ dev: true });
+  const now = Date.now();
+  const report = (endpoints: unknown[]) => ({
+    gateway: 'test',
+    windowStart: new Date(now - 1000).toISOString(),
+    windowEnd: new Date(now).toISOString(),
+    endpoints,
+  });
+  const load = {
+    endpoint: 'chat',
+    arrivals: 2,
+    completed: 2,
+    concurrencyMean: 0.5,
+    concurrencyMax: 1,
+    held: 0,
+    latencyMs: { relativeAccuracy: 0.01, zeroCount: 0, positive: [], negative: [] },
+  };
+  for (const tokens of [
+    { promptTokens: 100, completionTokens: 20 },
+    { promptTokens: 50, completionTokens: 30 },
+  ]) {
+    const posted = await call(
+      platform.url,
+      'POST',
+      '/api/v1/scaling/reports',
+      report([{ ...load, ...tokens }]),
+    );
+    assert.equal(posted.status, 202, JSON.stringify(posted.body));
+  }
+  const bad = await call(
+    platform.url,
+    'POST',
+    '/api/v1/scaling/reports',
+    report([{ ...load, promptTokens: -1, completionTokens: 0 }]),
+  );
+  assert.equal(bad.status, 400);
+  assert.match(JSON.stringify(bad.body), /promptTokens/);
+  await platform.observability.cost!.sampleOnce(); // stores what the reports carried
+  const cost = await call(platform.url, 'GET', '/api/v1/cost?by=endpoint&since=1h');
+  const chat = (
+    cost.body as {
+      rows: Array<{ key: string; team: string; promptTokens: number; completionTokens: number }>;
+    }
+  ).rows.find((r) => r.key === 'chat');
+  assert.deepEqual(chat && [chat.team, chat.promptTokens, chat.completionTokens], [
+    '(deleted)',
+    150,
+    50,
+  ]);
+});
+
+test('the text report lists unpriced device types and the hints with their savings', () => {
+  const row = {
+    key: 'vision',
+    team: 'ml',
+    costUsd: 12.5,
+    replicaHours: 24,
+    cpuHours: 24,
+    memoryGiBHours: 48,
+    acceleratorHours: 24,
+    spotShare: 0.5,
+    requests: 1000,
+    promptTokens: 0,
+    completionTokens: 0,
+    usdPer1kRequests: 12.5,
+    usdPer1mTokens: null,
+    cpuUtilization: 0.1,
+  };
+  const text = costReportText({
+    by: 'endpoint',
+    since: '2026-01-01T00:00:00.000Z',
+    until: '2026-01-02T00:00:00.000Z',
+    currency: 'USD',
+    rows: [row],
+    total: { ...row, key: 'total', team: '' },
+    unpricedAcceleratorTypes: ['TPU-v5'],
+    hints: [
+      {
+        endpoint: 'vision',
+        team: 'ml',
+        kind: 'smaller-instance',
+        message: 'CPU utilization 10 % of 1 core(s): ask for 0.25 (resources.cpu)',
+        savingsUsd: 0.72,
+      },
+    ],
+    prices: { source: '/home/prices.json', table: defaultPriceTable },
+  });
+  assert.match(text, /^cost by endpoint, .* \(USD; prices: \/home\/prices\.json\)\n/);
+  assert.match(text, /\nvision +ml +12\.50 +24\.00 +24\.00 +24\.00 +50% +1000 +0 +12\.50 +10%\n/);
+  assert.match(text, /\nnot in the price table \(charged 0\): TPU-v5\n/);
+  assert.match(
+    text,
+    /\nRight-sizing hints\nENDPOINT +HINT +SAVES +WHY\nvision +smaller-instance +0\.7200 +CPU utilization 10 %/,
   );
 });

@@ -119,7 +119,8 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     const rollouts = options.serving.rollouts;
     if (rollouts !== undefined) registerRolloutRoutes(app, options.registry, rollouts);
     const autoscale = options.serving.autoscale;
-    if (autoscale !== undefined) registerScalingRoutes(app, options.registry.store, autoscale);
+    if (autoscale !== undefined)
+      registerScalingRoutes(app, options.registry.store, autoscale, observability?.cost);
   }
   registerModelRoutes(app, options.registry);
   registerGoldenRoutes(app, options.registry);

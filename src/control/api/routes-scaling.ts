@@ -17,6 +17,7 @@ import type { Store } from '../../store/store.ts';
 import { routingAccess, teamAccess } from '../access-policy.ts';
 import type { AutoscaleController } from '../autoscale/autoscale-controller.ts';
 import { checkLoadReport } from '../autoscale/load-report-check.ts';
+import type { CostService } from '../observability/cost-service.ts';
 
 type Named = { Params: { name: string } };
 
@@ -54,6 +55,8 @@ export function registerScalingRoutes(
   app: FastifyInstance,
   store: Store,
   autoscale: AutoscaleController,
+  /** Issue 15 (cost): LLM tokens ride on the same reports. */
+  cost?: CostService,
 ): void {
   const endpointTeams = async (request: FastifyRequest): Promise<string[]> => {
     const endpoint = await store.getEndpoint((request.params as { name: string }).name);
@@ -68,6 +71,7 @@ export function registerScalingRoutes(
     async (request, reply) => {
       const report = checkLoadReport(request.body);
       autoscale.ingest(report);
+      cost?.ingestTokens(report);
       return reply.code(202).send({ endpoints: report.endpoints.length });
     },
   );

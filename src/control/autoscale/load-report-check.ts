@@ -98,6 +98,8 @@ const endpointKeys = [
   'concurrencyMax',
   'held',
   'latencyMs',
+  'promptTokens',
+  'completionTokens',
 ];
 
 function endpointLoadOf(value: unknown, path: string): EndpointLoad {
@@ -114,6 +116,13 @@ function endpointLoadOf(value: unknown, path: string): EndpointLoad {
     held: countAt(record, 'held', path),
     // Re-serialized from the parsed sketch: bucket lists in order, nothing extra carried.
     latencyMs: sketch.sketch.snapshot(),
+    // Issue 15 (cost): an LLM endpoint's tokens, both or neither.
+    ...(record.promptTokens === undefined && record.completionTokens === undefined
+      ? {}
+      : {
+          promptTokens: countAt(record, 'promptTokens', path),
+          completionTokens: countAt(record, 'completionTokens', path),
+        }),
   };
 }
 

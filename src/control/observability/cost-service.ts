@@ -16,7 +16,8 @@ import { Counter, Gauge, type Registry as MetricsRegistry } from 'prom-client';
 import type { Clock } from '../../core/clock.ts';
 import type { EndpointRecord } from '../../store/serving-records.ts';
 import type { Store } from '../../store/store.ts';
-import { usageHourMs, type UsageRow } from '../../store/cost-records.ts';
+import { usageHourMs, type TokenUsageRow, type UsageRow } from '../../store/cost-records.ts';
+import type { LoadReport } from '../../protocol/scaling/load-report.ts';
 import { resolveRequest, type ResolvedRequest } from '../../placement/resource-request.ts';
 import { accrueUsage, type RunningReplica } from '../../observability/cost/usage-accrual.ts';
 import {
@@ -92,6 +93,8 @@ export class CostService {
   private readonly rate: Gauge<'endpoint' | 'team'>;
   /** Artifact bytes by `model@version` (the memory default): versions never change size. */
   private readonly sizes = new Map<string, number>();
+  /** Tokens reported since the last sample, by endpoint and hour (ms), not yet stored. */
+  private pendingTokens = new Map<string, Map<number, { prompt: number; completion: number }>>();
   private timer: NodeJS.Timeout | null = null;
   private sampling: Promise<void> | null = null;
   private closed = false;
@@ -115,18 +118,22 @@ export class CostService {
     });
   }
 
+  /** Samples now (the clock starts) and every sampleIntervalMs until close(). */
   start(): void {
     if (this.timer !== null || this.closed) return;
-    this.timer = setInterval(() => {
-      if (this.sampling !== null) return; // a slow store: never two samples at once
-      this.sampling = this.sampleOnce()
-        .then(() => undefined)
-        .catch((error: unknown) => this.options.log?.(`cost: sampling replicas: ${String(error)}`))
-        .finally(() => {
-          this.sampling = null;
-        });
-    }, this.sampleIntervalMs);
+    this.timer = setInterval(() => this.tick(), this.sampleIntervalMs);
     this.timer.unref();
+    this.tick();
+  }
+
+  private tick(): void {
+    if (this.sampling !== null) return; // a slow store: never two samples at once
+    this.sampling = this.sampleOnce()
+      .then(() => undefined)
+      .catch((error: unknown) => this.options.log?.(`cost: sampling replicas: ${String(error)}`))
+      .finally(() => {
+        this.sampling = null;
+      });
   }
 
   async close(): Promise<void> {
@@ -134,6 +141,64 @@ export class CostService {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
     await this.sampling;
+    await this.flushTokens().catch((error: unknown) =>
+      this.options.log?.(`cost: storing tokens: ${String(error)}`),
+    );
+  }
+
+  /**
+   * A gateway's load report (POST /api/v1/scaling/reports): its LLM endpoints' tokens, kept
+   * in memory (one entry per endpoint and hour) until the next sample stores them.
+   */
+  ingestTokens(report: LoadReport): void {
+    const hourMs = Math.floor(Date.parse(report.windowEnd) / usageHourMs) * usageHourMs;
+    for (const load of report.endpoints) {
+      const prompt = load.promptTokens ?? 0;
+      const completion = load.completionTokens ?? 0;
+      if (prompt + completion > 0) this.addTokens(load.endpoint, hourMs, prompt, completion);
+    }
+  }
+
+  private addTokens(endpoint: string, hourMs: number, prompt: number, completion: number): void {
+    let hours = this.pendingTokens.get(endpoint);
+    if (hours === undefined) {
+      hours = new Map();
+      this.pendingTokens.set(endpoint, hours);
+    }
+    const known = hours.get(hourMs) ?? { prompt: 0, completion: 0 };
+    hours.set(hourMs, { prompt: known.prompt + prompt, completion: known.completion + completion });
+  }
+
+  /** Stores the tokens gathered since the last flush under each endpoint's team. */
+  private async flushTokens(): Promise<void> {
+    if (this.pendingTokens.size === 0) return;
+    const pending = this.pendingTokens;
+    this.pendingTokens = new Map();
+    const teams = new Map((await this.options.store.listEndpoints()).map((e) => [e.name, e.team]));
+    const rows: TokenUsageRow[] = [];
+    for (const [endpoint, hours] of pending)
+      for (const [hourMs, counts] of hours)
+        rows.push({
+          endpoint,
+          // Deleted since the answer: its tokens stay on the books, under no team.
+          team: teams.get(endpoint) ?? '(deleted)',
+          hourStart: new Date(hourMs).toISOString(),
+          promptTokens: counts.prompt,
+          completionTokens: counts.completion,
+        });
+    try {
+      await this.options.store.mergeTokenUsage(rows);
+    } catch (error) {
+      // Kept for the next flush (a busy store): tokens are a ledger, not a rate.
+      for (const row of rows)
+        this.addTokens(
+          row.endpoint,
+          Date.parse(row.hourStart),
+          row.promptTokens,
+          row.completionTokens,
+        );
+      throw error;
+    }
   }
 
   /**
@@ -141,6 +206,7 @@ export class CostService {
    * first, nor after a gap longer than maxGapMs). Returns the rows it stored.
    */
   async sampleOnce(): Promise<UsageRow[]> {
+    await this.flushTokens();
     const nowMs = this.options.clock.now();
     const fromMs = this.lastSampleMs;
     this.lastSampleMs = nowMs;

@@ -58,7 +58,8 @@ export function rightSizingHints(
   for (const s of summaries) {
     const meanReplicas = s.replicaSeconds / s.windowSeconds;
     const costPerReplicaSecond = s.costUsd / s.replicaSeconds;
-    if (s.minReplicas >= 1) {
+    // A pool's workers serve other endpoints' requests (counted under those): not judged here.
+    if (s.minReplicas >= 1 && !s.pooled) {
       const needed = s.requests === 0 ? 0 : Math.max(1, Math.ceil(s.peakConcurrency));
       if (needed < s.minReplicas) {
         const spared = Math.min(meanReplicas, s.minReplicas - needed) * s.windowSeconds;

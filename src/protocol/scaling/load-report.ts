@@ -41,4 +41,7 @@ export interface EndpointLoad {
   readonly held: number;
   /** Latency of requests answered 200 in the window, arrival → answer, ms (service times). */
   readonly latencyMs: HistogramSketchSnapshot;
+  /** LLM tokens of the answers in the window (issue 15, cost); absent: none. */
+  readonly promptTokens?: number;
+  readonly completionTokens?: number;
 }

@@ -10,6 +10,7 @@
 // The client going away before the end cancels every choice at once (blocks freed); an
 // engine error on any choice ends the whole answer (500, or an error event in a stream).
 
+import { formatUsageHeader, usageHeader } from '../../protocol/openai/usage-header.ts';
 import type { ServerResponse } from 'node:http';
 import type { EngineEvent, SubmitRefusal } from '../../llm/serving/engine-api.ts';
 import {
@@ -133,6 +134,14 @@ export function runExchange(
     return usageOf({ promptTokens, completionTokens, cachedTokens });
   };
 
+  const usageHeaderValue = (): string => {
+    const counts = usage();
+    return formatUsageHeader({
+      promptTokens: counts.prompt_tokens,
+      completionTokens: counts.completion_tokens,
+    });
+  };
+
   const entriesOf = (events: readonly EngineEvent[], stopIds: readonly number[]) => {
     const entries: TokenLogprob[] = [];
     let text = '';
@@ -203,6 +212,8 @@ export function runExchange(
       'content-type': 'application/json',
       ...headers,
       'kiln-load': JSON.stringify(loadReport(service)),
+      // For the gateway's cost accounting (usage-header.ts); it passes the header on to no one.
+      [usageHeader]: usageHeaderValue(),
       'content-length': Buffer.byteLength(json),
     });
     response.end(json);
@@ -314,6 +325,8 @@ export function runExchange(
           : chatUsageChunk(header, usage());
       writer.write(sseData(final));
     }
+    // The stream's tokens for the gateway's cost accounting, whatever the client asked.
+    if (!response.destroyed) response.addTrailers({ [usageHeader]: usageHeaderValue() });
     writer.end(sseDone);
   };
 
@@ -361,6 +374,7 @@ export function runExchange(
   writer?.open(200, {
     'content-type': 'text/event-stream',
     'cache-control': 'no-cache',
+    trailer: usageHeader,
     ...headers,
     'kiln-load': JSON.stringify(loadReport(service)),
   });

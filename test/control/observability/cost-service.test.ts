@@ -110,6 +110,15 @@ async function setup() {
     replica('vision-b', 'vision', 'failed', null),
   ];
   const metrics = new MetricsRegistry();
+  const watched: Array<ReadonlySet<string>> = [];
+  // The workers' CPU as the worker-load poller sums it: fraud's two replicas at 0.1 + 0.3.
+  const workerLoad = {
+    watch: (endpoints: ReadonlySet<string>) => void watched.push(endpoints),
+    latest: (endpoint: string) =>
+      endpoint === 'fraud'
+        ? { atMs: 0, replicas: 2, queueDepth: 0, cpu: 0.4, accelerator: null, custom: {} }
+        : null,
+  };
   const service = new CostService({
     store,
     clock,
@@ -117,11 +126,13 @@ async function setup() {
     prices,
     pricesSource: 'test prices',
     metrics,
+    workerLoad,
   });
   return {
     clock,
     store,
     service,
+    watched,
     metrics,
     setReplicas: (next: ReplicaStatus[]) => {
       replicas = next;
@@ -135,7 +146,7 @@ function near(actual: number, expected: number, what: string): void {
 }
 
 test('the cost report equals the hand computation (injected clock, known replicas and prices)', async () => {
-  const { clock, store, service, metrics, setReplicas, replicas } = await setup();
+  const { clock, store, service, metrics, setReplicas, replicas, watched } = await setup();
   assert.deepEqual(await service.sampleOnce(), [], 'the first sample only starts the clock');
   clock.advance(60_000); // 00:59:00 → 01:00:00: all three for 60 s, in hour 00:00
   await service.sampleOnce();
@@ -196,6 +207,14 @@ test('the cost report equals the hand computation (injected clock, known replica
   near(fraud!.usdPer1kRequests!, (fraudUsd / 1500) * 1000, 'fraud $/1k');
   assert.equal(vision!.usdPer1kRequests, null);
   near(byEndpoint.total.costUsd, fraudUsd + visionUsd, 'total');
+  // Fraud's workers ran at a mean 20 % of their threads; vision was never polled.
+  near(fraud!.cpuUtilization!, 0.2, 'fraud CPU');
+  assert.equal(vision!.cpuUtilization, null);
+  assert.deepEqual(
+    [...watched.at(-1)!].sort(),
+    ['fraud', 'vision'],
+    'the poller watches what runs',
+  );
   assert.deepEqual(byEndpoint.unpricedAcceleratorTypes, []);
 
   const byTeam = await service.report({ by: 'team', sinceMs, untilMs });

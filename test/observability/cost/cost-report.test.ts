@@ -231,3 +231,17 @@ test('a replica is charged its share of the devices it holds: whole, MIG slices,
     capacity: 'on-demand',
   });
 });
+
+test('a pool’s workers get no replica hint: their requests are the endpoints’ they serve', () => {
+  const report = buildCostReport({
+    by: 'endpoint',
+    sinceMs: since,
+    untilMs: since + dayMs,
+    prices,
+    usage: [usage('_pool-small', { replicaSeconds: 2 * 86_400 })],
+    tokens: [],
+    demand: new Map(),
+    endpoints: new Map([['_pool-small', facts({ minReplicas: 2, pooled: true })]]),
+  });
+  assert.deepEqual(report.hints, []);
+});

@@ -5,7 +5,7 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import type {
@@ -259,4 +259,56 @@ test('an echoed streamed completion sends its prompt with each choice first outp
       return `${choice.index}:${choice.text}`;
     });
   assert.deepEqual(texts, ['1:hi', '1: there', '0:hi', '0: here']);
+});
+
+test('an answer tells the gateway its tokens: kiln-usage on a whole answer, as the trailer of a stream', async () => {
+  reset();
+  const whole = post({});
+  await until(() => engine.submitted.length === 1, 'submitted');
+  const first = engine.submitted[0]!.request.requestId;
+  engine.submitted[0]!.emit([token(first, 'A'), done(first, 'stop')]);
+  const response = await whole;
+  assert.equal(response.status, 200);
+  const { usage } = (await response.json()) as {
+    usage: { prompt_tokens: number; completion_tokens: number };
+  };
+  assert.equal(
+    response.headers.get('kiln-usage'),
+    `prompt=${usage.prompt_tokens};completion=${usage.completion_tokens}`,
+  );
+
+  // A stream, without include_usage: its tokens still arrive, in the trailer it declared.
+  reset();
+  const streamed = new Promise<{ trailer: string | undefined; usage: string | undefined }>(
+    (resolve, reject) => {
+      const request = httpRequest(`${url}/v1/completions`, { method: 'POST' }, (reply) => {
+        reply.resume();
+        reply.on('end', () =>
+          resolve({ trailer: reply.headers.trailer, usage: reply.trailers['kiln-usage'] }),
+        );
+        reply.on('error', reject);
+      });
+      request.on('error', reject);
+      request.end(JSON.stringify({ model: 'tiny', prompt: 'hi', max_tokens: 4, stream: true }));
+    },
+  );
+  await until(() => engine.submitted.length === 1, 'stream submitted');
+  const id = engine.submitted[0]!.request.requestId;
+  engine.submitted[0]!.emit([
+    token(id, 'A'),
+    token(id, 'B'),
+    {
+      kind: 'done',
+      requestId: id,
+      reason: 'stop',
+      text: '',
+      promptTokens: 2,
+      completionTokens: 2,
+      cachedPromptTokens: 0,
+    },
+  ]);
+  assert.deepEqual(await streamed, {
+    trailer: 'kiln-usage',
+    usage: `prompt=${usage.prompt_tokens};completion=2`,
+  });
 });
