@@ -18,10 +18,13 @@
 //   trace 100%             traced, tracing.sampleRate 1
 //   sketches + trace 100%  traced, both
 //
-// Each round runs the baseline, a case, the baseline, the next case, …, in another order each
-// round: a case is compared with the baseline runs either side of it, so a machine whose speed
-// drifts (2 shared cores here) weighs on both alike. A case's loss is 1 - the median over
-// rounds of its req/s over its neighbours' mean; its latency percentiles pool every round.
+// Each round runs a baseline, a case, the baseline, the next case, …, in another order each
+// round: a case is compared with runs of its baseline either side of it, so a machine whose
+// speed drifts (2 shared cores here) weighs on both alike. The baseline is on the case's own
+// platform (the same processes): `off` for plain cases and for `otlp on, trace 0%`, which is
+// the traced cases' baseline; a traced case's loss against `off` chains the two. A loss is
+// 1 - the median over rounds of req/s over the neighbours' mean; latency percentiles pool
+// every round.
 //
 // Beside throughput, each case's CPU per request: the user + system time of the platform's
 // gateway and worker processes (/proc/PID/stat) over the measured loop, divided by its
@@ -284,29 +287,51 @@ export async function run(args: readonly string[]): Promise<void> {
     };
 
     const baseline = cases[0] as Case;
+    // Each case is compared with a baseline on its own platform (the same processes): on the
+    // traced one that is `otlp on, trace 0%`, itself compared with `off` on the plain one (the
+    // SDK's own cost); a traced case's loss against `off` chains the two.
+    const tracedBaseline = cases.find((c) => c.name === 'otlp on, trace 0%') as Case;
+    const baselineOf = (c: Case): Case =>
+      c.platform === 'plain' || c === tracedBaseline ? baseline : tracedBaseline;
     const others = cases.slice(1);
     for (let round = 0; round < rounds; round++) {
-      // off, A, off, B, off, …: each case between two baseline runs, in another order each
-      // round (rotated, reversed every other round).
+      // base, A, base, B, base, …: each case between two runs of its baseline, in another
+      // order each round (rotated, reversed every other round).
       const order = others.map((_, i) => others[(i + round) % others.length] as Case);
       if (round % 2 === 1) order.reverse();
-      let before = await measure(baseline, `round ${round + 1}: ${baseline.name}`);
+      let last: { readonly of: Case; readonly run: Run } | null = null;
       for (const c of order) {
+        const base = baselineOf(c);
+        const before =
+          last !== null && last.of === base
+            ? last.run
+            : await measure(base, `round ${round + 1}: ${base.name}`);
         const run = await measure(c, `round ${round + 1}: ${c.name}`);
-        const after = await measure(baseline, `round ${round + 1}: ${baseline.name}`);
+        const after = await measure(base, `round ${round + 1}: ${base.name}`);
+        last = { of: base, run: after };
         const entry = figures.get(c.name);
         entry?.rpsRatios.push(run.rps / ((before.rps + after.rps) / 2));
         entry?.cpuRatios.push(
           run.cpuUsPerRequest / ((before.cpuUsPerRequest + after.cpuUsPerRequest) / 2),
         );
-        before = after;
       }
     }
 
-    const lost = (name: string): number =>
-      name === baseline.name ? 0 : 1 - median(figures.get(name)?.rpsRatios ?? []);
-    const lostByCpu = (name: string): number =>
-      name === baseline.name ? 0 : 1 - 1 / median(figures.get(name)?.cpuRatios ?? []);
+    /** Throughput lost against `off`: a traced case chains its loss with the SDK's. */
+    const lost = (name: string): number => {
+      if (name === baseline.name) return 0;
+      const own = median(figures.get(name)?.rpsRatios ?? []);
+      const c = cases.find((x) => x.name === name);
+      if (c === undefined || baselineOf(c) === baseline) return 1 - own;
+      return 1 - own * median(figures.get(tracedBaseline.name)?.rpsRatios ?? []);
+    };
+    const lostByCpu = (name: string): number => {
+      if (name === baseline.name) return 0;
+      const own = median(figures.get(name)?.cpuRatios ?? []);
+      const c = cases.find((x) => x.name === name);
+      if (c === undefined || baselineOf(c) === baseline) return 1 - 1 / own;
+      return 1 - 1 / (own * median(figures.get(tracedBaseline.name)?.cpuRatios ?? []));
+    };
     const rows = cases.map((c) => {
       const entry = figures.get(c.name);
       const sorted = [...(entry?.latencies ?? [])].sort((a, b) => a - b);
@@ -342,7 +367,10 @@ export async function run(args: readonly string[]): Promise<void> {
       ),
     );
     console.log(
-      "lost: 1 - the median over rounds of the case's req/s / its neighbouring baseline runs' mean;",
+      "lost: 1 - the median over rounds of the case's req/s / its neighbouring baseline runs' mean",
+    );
+    console.log(
+      "(traced cases: against 'otlp on, trace 0%', chained with its loss against 'off');",
     );
     console.log(
       'lost by CPU: 1 - 1 / the same ratio of CPU per request (gateway + worker processes)',
