@@ -5,6 +5,8 @@
 //
 //   sketch   ServingSketches.record (the worker, per answered request marked for drift):
 //            one [1, 25] FP32 row and one output, into the overall and one slice's sketches
+//   slice    the gateway finding a request's slice value at the drift config's slice path
+//            (`$.parameters.country`): the body parsed once more, then the path walked
 //   trace    one traced request's seven spans as the gateway and the worker make them
 //            (kiln.gateway + kiln.channel; kiln.worker, queue, batch, runtime, encode, with
 //            their attributes) through the SDK's batch processor and the OTLP/HTTP exporter
@@ -17,6 +19,8 @@ import type { Tensor } from '../src/core/tensor.ts';
 import { SpanKind, traceparentOf } from '../src/observability/tracing/kiln-tracer.ts';
 import { startTracing } from '../src/observability/tracing/start-tracing.ts';
 import { ServingSketches } from '../src/worker/drift/serving-sketches.ts';
+import { parseJsonLenient } from '../src/protocol/v2/lenient-json.ts';
+import { compileCallerKey, keyAtPath } from '../src/traffic/caller-key.ts';
 
 /** Seeded standard normal rows (same every run), `count` × `width`. */
 function rows(count: number, width: number): Float32Array[] {
@@ -41,6 +45,21 @@ export function microsPerCall(calls: number, body: (i: number) => void): number 
   const start = process.hrtime.bigint();
   for (let i = 0; i < calls; i++) body(i);
   return Number(process.hrtime.bigint() - start) / 1000 / calls;
+}
+
+/** µs per slice value read from `body` at `slicePath`, as the gateway does for drift. */
+export function sliceFromBodyMicros(body: string, slicePath: string, calls = 100_000): number {
+  const compiled = compileCallerKey(slicePath);
+  if (!compiled.ok) throw new Error(compiled.problem);
+  const segments = compiled.source.segments;
+  const bytes = Buffer.from(body);
+  let found = 0;
+  const micros = microsPerCall(calls, () => {
+    const parsed = parseJsonLenient(bytes);
+    if (parsed.ok && keyAtPath(parsed.value, segments) !== null) found += 1;
+  });
+  if (found === 0) throw new Error(`no slice value at ${slicePath}`);
+  return micros;
 }
 
 /** µs per ServingSketches.record of one `width`-feature row with a slice value. */

@@ -41,7 +41,11 @@ import { call } from '../test/helpers/platform.ts';
 import { closedLoop, type LoadResult, type LoadTarget } from './_load.ts';
 import { startBenchPlatform, type BenchPlatform } from './_platform.ts';
 import { goal, percentile, table } from './_report.ts';
-import { sketchRecordMicros, traceRequestMicros } from './_observability-costs.ts';
+import {
+  sketchRecordMicros,
+  sliceFromBodyMicros,
+  traceRequestMicros,
+} from './_observability-costs.ts';
 
 const root = new URL('../', import.meta.url).pathname;
 
@@ -398,6 +402,7 @@ export async function run(args: readonly string[]): Promise<void> {
     );
     // In isolation (bench/_observability-costs.ts): steadier than the end-to-end figures.
     const sketchMicros = sketchRecordMicros();
+    const sliceMicros = sliceFromBodyMicros(body, drift.slicePath);
     const tracedCost = await traceRequestMicros(otlpUrl);
     const cpuBaseline =
       (1000 * (figures.get(baseline.name)?.cpuMs ?? 0)) /
@@ -411,6 +416,7 @@ export async function run(args: readonly string[]): Promise<void> {
         ['cost per request', 'µs', 'share'],
         [
           ['sketches (ServingSketches.record)', sketchMicros, share(sketchMicros)],
+          ['the slice from the body path (gateway)', sliceMicros, share(sliceMicros)],
           [
             `a traced request (7 spans, OTLP export; ${tracedCost.exported} spans exported, ${tracedCost.dropped} dropped)`,
             tracedCost.micros,
@@ -418,9 +424,9 @@ export async function run(args: readonly string[]): Promise<void> {
           ],
           ['tracing at 1 %', tracedCost.micros / 100, share(tracedCost.micros / 100)],
           [
-            'sketches + tracing at 1 %',
-            sketchMicros + tracedCost.micros / 100,
-            share(sketchMicros + tracedCost.micros / 100),
+            'sketches + slice + tracing at 1 %',
+            sketchMicros + sliceMicros + tracedCost.micros / 100,
+            share(sketchMicros + sliceMicros + tracedCost.micros / 100),
           ],
         ],
       ),
