@@ -37,6 +37,7 @@ import { WorkerLoadPoller } from './autoscale/worker-load-poller.ts';
 import { CostService } from './observability/cost-service.ts';
 import { loadPrices } from './observability/load-prices.ts';
 import { startDriftService } from './observability/drift/start-drift-service.ts';
+import { otlpUrlProblem } from '../observability/tracing/otlp-url.ts';
 
 export interface PlatformOptions {
   readonly home: string;
@@ -109,6 +110,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   const clock = options.clock ?? systemClock;
   // Before anything is opened: a bad setting refuses the start and leaves nothing held.
   const trafficOptions = trafficOptionsFromEnv(process.env);
+  const otlpProblem = options.otlpUrl === undefined ? null : otlpUrlProblem(options.otlpUrl);
+  if (otlpProblem !== null) throw new Error(`invalid otlpUrl ${options.otlpUrl}: ${otlpProblem}`);
   await mkdir(home, { recursive: true });
   const placer = new Placer(await loadInventory(home, options.inventory));
   const prices = await loadPrices(home, options.prices);

@@ -18,7 +18,6 @@ import { parseTraceparent } from '../observability/tracing/traceparent.ts';
 import type { GatewayRequest } from './http-types.ts';
 import type { ReplicaState } from './replica-set.ts';
 import type { EndpointEntry } from './route-table.ts';
-import { newTraceparent } from './trace-context.ts';
 
 /** What a request forwards as its trace context: the span that records it, if traced. */
 export interface RequestTrace {
@@ -26,8 +25,6 @@ export interface RequestTrace {
   /** The `traceparent` the client gets back (and the worker, when no attempt span). */
   readonly traceparent: string;
 }
-
-const untraced = { span: null } as const;
 
 /**
  * Head sampling for one infer request, and its gateway span when traced. `traceparent` is the
@@ -38,19 +35,19 @@ export function traceRequest(
   req: GatewayRequest,
   entry: EndpointEntry,
   traceparent: string,
-  form: 'v1' | 'v2',
+  /** The route as OpenTelemetry's `http.route` names it, e.g. `/v2/models/{model}/infer`. */
+  route: string,
   requestId: string,
 ): RequestTrace {
   const caller = parseTraceparent(req.headers.traceparent);
   const rate = entry.route.tracing?.sampleRate ?? defaultTraceSampleRate;
   if (!shouldTrace(caller, rate)) {
-    // Not recorded here, so not by the worker either: a trace the gateway started is
-    // marked unsampled (the client's own goes on as it came).
-    return caller === null
-      ? { ...untraced, traceparent: newTraceparent(false) }
-      : { ...untraced, traceparent };
+    // Not recorded here, so not by the worker either: the trace the gateway started for a
+    // caller without a valid context (`traceparent`, new) is marked unsampled; the caller's
+    // own goes on as it came.
+    if (caller !== null) return { span: null, traceparent };
+    return { span: null, traceparent: `${traceparent.slice(0, 53)}00` };
   }
-  const route = form === 'v1' ? '/v1/models/{model}:predict' : '/v2/models/{model}/infer';
   const tracestate = req.headers.tracestate;
   const span = tracer.startRequest(
     `POST ${route}`,

@@ -42,6 +42,8 @@ import {
   type UpstreamSettings,
 } from './upstream-exchange.ts';
 import type { HeaderList } from './v2-reply.ts';
+import { startAttemptSpan, traceRequest } from './gateway-tracing.ts';
+import { traceparentOf, type KilnTracer } from '../observability/tracing/kiln-tracer.ts';
 
 export interface OpenAiState extends UpstreamSettings {
   readonly table: RouteTable | null;
@@ -87,6 +89,8 @@ export class OpenAiExchange
   private awaitingBytes = 0;
   private firstByteSeen = false;
   private readonly upstreamHeaders: string[];
+  /** Where the `traceparent` value sits in upstreamHeaders (tracing replaces it). */
+  private static readonly traceparentAt = 7;
   /** The traffic policy the request was placed in (null: none, nothing counted). */
   private traffic: TrafficEntry<EndpointEntry> | null = null;
   private trafficBucket = 0;
@@ -173,8 +177,10 @@ export class OpenAiExchange
       this.fail('KILN_FORBIDDEN', { endpoint: model }, false, 'model');
       return;
     }
-    // From here on the request counts in its endpoint's metrics and demand.
+    // From here on the request counts in its endpoint's metrics and demand (and its trace).
     this.entry = entry;
+    const tracer = this.settings.tracer;
+    if (tracer != null) this.startTrace(tracer, entry);
     this.series = entry.series;
     this.load = entry.load;
     this.load?.arrive();
@@ -240,6 +246,7 @@ export class OpenAiExchange
     }
     replica.outstanding += 1;
     this.replica = replica;
+    if (this.span !== null) this.traceAttempt(replica);
     this.sentIndex = replica.llmLoad.noteSent();
     this.awaitingBytes = this.body!.length;
     replica.llmLoad.awaitingFirstByteBytes += this.awaitingBytes;
@@ -267,6 +274,7 @@ export class OpenAiExchange
     headers: IncomingHttpHeaders,
   ): void {
     if (statusCode < 200) return; // 1xx informational
+    this.attemptSpan?.setAttribute('http.response.status_code', statusCode);
     const replica = this.replica!;
     const load = headers['kiln-load'];
     if (typeof load === 'string') {
@@ -348,6 +356,28 @@ export class OpenAiExchange
   protected override releaseReplica(): ReplicaState | null {
     this.endPrefill();
     return super.releaseReplica();
+  }
+
+  /** Head sampling once the endpoint is known (it is named in the body), and its span. */
+  private startTrace(tracer: KilnTracer, entry: EndpointEntry): void {
+    const route = upstreamPaths[this.route];
+    const trace = traceRequest(tracer, this.req, entry, this.traceparent, route, this.requestId);
+    this.traceparent = trace.traceparent;
+    this.upstreamHeaders[OpenAiExchange.traceparentAt] = trace.traceparent;
+    this.span = trace.span;
+  }
+
+  /** A traced request's attempt on `replica`: the worker gets its span as the parent. */
+  private traceAttempt(replica: ReplicaState): void {
+    const tracer = this.settings.tracer;
+    if (tracer == null || this.span === null) return;
+    const attempt = startAttemptSpan(tracer, this.span, replica, 'http');
+    this.attemptSpan = attempt;
+    this.upstreamHeaders[OpenAiExchange.traceparentAt] = traceparentOf(attempt);
+  }
+
+  protected override answeringReplica(): ReplicaState | null {
+    return this.answeredBy;
   }
 
   private refuse(code: ErrorCode, params: ErrorParams, retryAfterSeconds: string): void {

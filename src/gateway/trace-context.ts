@@ -41,8 +41,8 @@ const poolBytes = 4080;
 const pool = Buffer.allocUnsafe(poolBytes);
 let poolOffset = poolBytes;
 
-/** `00-<32 hex trace-id>-<16 hex parent-id>-01` (`-00` when not `sampled`). */
-export function newTraceparent(sampled = true): string {
+/** `00-<32 hex trace-id>-<16 hex parent-id>-01`. */
+export function newTraceparent(): string {
   if (poolOffset + 24 > poolBytes) {
     randomFillSync(pool);
     poolOffset = 0;
@@ -51,5 +51,5 @@ export function newTraceparent(sampled = true): string {
   const parentId = pool.toString('hex', poolOffset + 16, poolOffset + 24);
   poolOffset += 24;
   // An all-zero id is invalid; with 128 random bits this never happens in practice.
-  return `00-${traceId}-${parentId}-${sampled ? '01' : '00'}`;
+  return `00-${traceId}-${parentId}-01`;
 }

@@ -129,7 +129,8 @@ export abstract class UpstreamExchange<Settings extends UpstreamSettings>
     /** Most body bytes read (413 past it). */
     protected readLimit: number,
     protected readonly requestId: string,
-    protected readonly traceparent: string,
+    /** The one the client gets back (a traced request's names the gateway's span). */
+    protected traceparent: string,
     protected readonly startMs: number,
   ) {
     req.exchange = this;

@@ -49,6 +49,9 @@ type ModelAction = 'metadata' | 'ready' | 'infer' | 'v1-status' | 'v1-predict';
 
 const modelsPrefix = '/v2/models/';
 const v1ModelsPrefix = '/v1/models/';
+/** `http.route` of the traced infer routes (docs/tracing.md). */
+const v2Route = '/v2/models/{model}/infer';
+const v1Route = '/v1/models/{model}:predict';
 const serverMetadata = JSON.stringify({ name: 'kiln', version: kilnVersion, extensions: [] });
 
 export class V2Routes {
@@ -313,8 +316,9 @@ export class V2Routes {
     // Tracing on: head sampling, and the gateway's span for a traced request (its context
     // is what the client gets back and what the worker continues).
     const tracer = this.state.tracer;
+    const route = form === 'v1' ? v1Route : v2Route;
     const trace =
-      tracer == null ? null : traceRequest(tracer, req, entry, traceparent, form, requestId);
+      tracer == null ? null : traceRequest(tracer, req, entry, traceparent, route, requestId);
     const exchange = new InferExchange(
       this.state,
       req,

@@ -103,19 +103,15 @@ record({});
 
 // A pool worker (issue 14) serves the models the control plane assigns it, loaded on demand.
 const pool = spec.pool ?? null;
-// Tracing is on when `kiln up --otlp URL` named a collector (KILN_OTLP_URL); pool workers
-// record no spans yet.
-const tracing =
-  pool === null
-    ? await tracingFromEnv('kiln-worker', {
-        'service.instance.id': spec.replicaId,
-        'kiln.endpoint': spec.endpoint,
-      })
-    : null;
+// Tracing is on when `kiln up --otlp URL` named a collector (KILN_OTLP_URL).
+const tracing = await tracingFromEnv('kiln-worker', {
+  'service.instance.id': spec.replicaId,
+  ...(pool === null ? { 'kiln.endpoint': spec.endpoint } : { 'kiln.pool': pool.name }),
+});
 worker =
   pool === null
     ? await startWorker(spec, emit, { tracing })
-    : await startPoolWorker({ ...spec, pool }, emit);
+    : await startPoolWorker({ ...spec, pool }, emit, undefined, tracing);
 await worker.loaded;
 loaded = true;
 if (worker.state.phase === 'failed') {

@@ -15,7 +15,7 @@ import type { Context } from '@opentelemetry/api';
 import type { ExportResult, ExportResultCode } from '@opentelemetry/core';
 import { kilnVersion } from '../../core/version.ts';
 import { KilnTracer } from './kiln-tracer.ts';
-import { otlpTracesUrl, otlpUrlEnv } from './otlp-url.ts';
+import { otlpTracesUrl, otlpUrlEnv, otlpUrlProblem } from './otlp-url.ts';
 
 export interface TracingOptions {
   /** `service.name` of the spans: kiln-gateway, kiln-worker. */
@@ -104,7 +104,10 @@ export async function startTracing(options: TracingOptions): Promise<ProcessTrac
   };
 }
 
-/** Tracing as the environment asks (`KILN_OTLP_URL`); null when it is off. */
+/**
+ * Tracing as the environment asks (`KILN_OTLP_URL`); null when it is off. A URL that cannot
+ * be a collector's turns tracing off with a line on stderr: it never stops a process serving.
+ */
 export async function tracingFromEnv(
   serviceName: string,
   resource: Readonly<Record<string, string>> = {},
@@ -112,6 +115,11 @@ export async function tracingFromEnv(
 ): Promise<ProcessTracing | null> {
   const url = env[otlpUrlEnv];
   if (url === undefined || url === '') return null;
+  const problem = otlpUrlProblem(url);
+  if (problem !== null) {
+    process.stderr.write(`${serviceName}: tracing off, ${otlpUrlEnv}=${url}: ${problem}\n`);
+    return null;
+  }
   return startTracing({ serviceName, resource, otlpUrl: url });
 }
 

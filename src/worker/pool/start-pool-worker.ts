@@ -34,6 +34,8 @@ import { createWorkerServer, type WorkerState } from '../worker-server.ts';
 import type { WorkerEvent, WorkerSpec } from '../worker-spec.ts';
 import { ModelCache, type CachedModel } from './model-cache.ts';
 import { loadPoolModel } from './pool-model-loader.ts';
+import type { ProcessTracing } from '../../observability/tracing/start-tracing.ts';
+import { registerSpanCounts } from '../../observability/tracing/span-count-metrics.ts';
 
 /** A failed load is answered from memory this long before it is tried again. */
 const failureRetryMs = 10_000;
@@ -59,9 +61,12 @@ export async function startPoolWorker(
   spec: WorkerSpec & { readonly pool: PoolWorkerSettings },
   emit: (event: WorkerEvent) => void,
   now: () => number = Date.now,
+  /** Records traced requests' spans (docs/tracing.md); null: tracing off. */
+  tracing: ProcessTracing | null = null,
 ): Promise<RunningWorker> {
   const settings = spec.pool;
   const metrics = new WorkerMetrics({ replica: spec.replicaId });
+  if (tracing !== null) registerSpanCounts(metrics.registry, 'worker', tracing.counts);
   const series = { pool: settings.name };
   const counter = (name: string, help: string): Counter<'pool'> =>
     new Counter({ name, help, labelNames: ['pool'], registers: [metrics.registry] });
@@ -163,7 +168,8 @@ export async function startPoolWorker(
       return failure;
     }
     failures.delete(model.revision);
-    const server = createWorkerServer(modelSpec(model), outcome.state, metrics);
+    const tracer = tracing?.tracer ?? null;
+    const server = createWorkerServer(modelSpec(model), outcome.state, metrics, undefined, tracer);
     const loaded: LoadedModel = { model, state: outcome.state, server, dir };
     const entry = cache.add(model.endpoint, loaded, outcome.memoryBytes, now());
     measured.set(model.revision, outcome.memoryBytes);

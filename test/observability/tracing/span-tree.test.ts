@@ -13,6 +13,7 @@ import {
 } from '../../../src/observability/tracing/start-tracing.ts';
 import { parseTraceparent } from '../../../src/observability/tracing/traceparent.ts';
 import {
+  call,
   endpointRoute,
   infer,
   replicaRoute,
@@ -21,6 +22,7 @@ import {
 } from '../../gateway/gateway-harness.ts';
 import { schema, startStub } from '../../worker/stub-worker.ts';
 import { closeChannels } from '../../../src/worker/worker-channel.ts';
+import { fakeLlmWorker } from '../../gateway/fake-llm-worker.ts';
 
 const callerTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
 const callerSpan = '00f067aa0ba902b7';
@@ -212,4 +214,49 @@ void test('rate 0 and an unsampled caller: nothing is recorded, the caller conte
   await tracing.forceFlush();
   assert.deepEqual(exporter.getFinishedSpans(), []);
   assert.equal(tracing.counts.exported, 0);
+});
+
+void test('an OpenAI request is traced at the gateway; the LLM worker gets its attempt span', async (t) => {
+  const exporter = new InMemorySpanExporter();
+  const tracing = await startTracing({ serviceName: 'kiln-test', exporter, scheduledDelayMs: 5 });
+  t.after(() => tracing.shutdown());
+  const llm = await fakeLlmWorker('r1');
+  t.after(() => llm.close());
+  const route = endpointRoute({
+    name: 'assistant',
+    model: 'assistant-model',
+    format: 'hf-llm',
+    schema: null,
+    replicas: [replicaRoute(llm, 'r1')],
+    tracing: { sampleRate: 0 },
+  });
+  const gateway = await testGateway(snapshot(1, [route]), { more: { tracing } });
+  const body = JSON.stringify({ model: 'assistant', prompt: 'Say hello', max_tokens: 4 });
+  const reply = await call(gateway.url, 'POST', '/v1/completions', body, {
+    traceparent: callerTraceparent,
+  });
+  assert.equal(reply.status, 200, reply.text);
+  const untraced = await call(gateway.url, 'POST', '/v1/completions', body);
+  assert.equal(untraced.status, 200, untraced.text);
+  await tracing.forceFlush();
+  const spans = exporter.getFinishedSpans();
+  assert.equal(spans.length, 2, spans.map((s) => s.name).join(', '));
+  const server = only(spans, 'POST /v1/completions');
+  const channel = only(spans, 'kiln.channel');
+  assert.equal(server.parentSpanContext?.spanId, callerSpan);
+  assertChild(channel, server);
+  assert.equal(server.attributes['kiln.endpoint'], 'assistant');
+  assert.equal(server.attributes['kiln.replica'], 'r1');
+  assert.equal(server.attributes['http.response.status_code'], 200);
+  assert.equal(channel.attributes['kiln.transport'], 'http');
+  // The worker was sent the attempt span as the parent; the client got the gateway's.
+  const [traced, plain] = llm.received.slice(-2);
+  const sent = parseTraceparent(traced?.headers.traceparent);
+  assert.equal(sent?.traceId, callerTrace);
+  assert.equal(sent?.spanId, channel.spanContext().spanId);
+  assert.equal(
+    parseTraceparent(reply.headers.get('traceparent') ?? undefined)?.spanId,
+    server.spanContext().spanId,
+  );
+  assert.equal(parseTraceparent(plain?.headers.traceparent)?.sampled, false);
 });

@@ -19,7 +19,7 @@ import {
   parseTraceparent,
 } from '../../../src/observability/tracing/traceparent.ts';
 import { otlpTracesUrl, otlpUrlProblem } from '../../../src/observability/tracing/otlp-url.ts';
-import { startTracing } from '../../../src/observability/tracing/start-tracing.ts';
+import { startTracing, tracingFromEnv } from '../../../src/observability/tracing/start-tracing.ts';
 import { checkRoutingSnapshot } from '../../../src/gateway/snapshot-check.ts';
 import { endpointRoute, snapshot } from '../../gateway/gateway-harness.ts';
 
@@ -188,4 +188,13 @@ void test('a dead collector: exports fail, their spans are counted as dropped', 
     },
   );
   await tracing.shutdown().catch(() => undefined);
+});
+
+void test('a process given a URL that is no collector serves without tracing', async () => {
+  assert.equal(await tracingFromEnv('kiln-test', {}, {}), null);
+  assert.equal(await tracingFromEnv('kiln-test', {}, { KILN_OTLP_URL: '' }), null);
+  assert.equal(await tracingFromEnv('kiln-test', {}, { KILN_OTLP_URL: 'collector:4318' }), null);
+  const on = await tracingFromEnv('kiln-test', {}, { KILN_OTLP_URL: 'http://127.0.0.1:9' });
+  assert.notEqual(on, null);
+  await on?.shutdown().catch(() => undefined);
 });
