@@ -246,7 +246,12 @@ export function endpointRoute({
   const drift =
     driftConfig === undefined || !driftConfig.enabled
       ? null
-      : { sliceKey: driftConfig.sliceKey, slicePath: driftConfig.slicePath };
+      : {
+          sliceKey: driftConfig.sliceKey,
+          slicePath: driftConfig.slicePath,
+          sampleRate: driftConfig.sampleRate,
+          maxRequestsPerSecond: driftConfig.maxRequestsPerSecond,
+        };
   const tracing = endpoint.config.observability?.tracing;
   return {
     name: endpoint.name,

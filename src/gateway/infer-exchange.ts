@@ -222,7 +222,12 @@ export class InferExchange
     const body = this.takeBody();
     this.clientBody = body;
     const drift = this.entry.drift;
-    if (drift !== null) this.markForDrift(drift, body);
+    if (
+      drift !== null &&
+      (drift.sampleRate >= 1 || Math.random() < drift.sampleRate) &&
+      (drift.bucket === null || drift.bucket.tryTake(performance.now()))
+    )
+      this.markForDrift(drift.slice, body);
     const traffic = this.entry.traffic;
     if (traffic !== null) {
       this.pick(traffic, body);
@@ -237,9 +242,10 @@ export class InferExchange
    * Marks the request for the workers' drift sketches under its slice value: the `kiln-slice`
    * header, else the value at the drift config's slice path (the body parsed only then).
    */
-  private markForDrift(source: CallerKeySource, body: Buffer): void {
-    let slice = callerKey(source, this.req.headers[SLICE_HEADER], undefined);
-    if (slice === null && source.segments.length > 0) {
+  private markForDrift(source: CallerKeySource | null, body: Buffer): void {
+    let slice =
+      source === null ? null : callerKey(source, this.req.headers[SLICE_HEADER], undefined);
+    if (slice === null && source !== null && source.segments.length > 0) {
       const parsed = parseJsonLenient(body);
       if (parsed.ok) slice = keyAtPath(parsed.value, source.segments);
     }

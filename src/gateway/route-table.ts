@@ -26,7 +26,8 @@ import type {
   RoutingSnapshot,
   VersionRoute,
 } from './routing-snapshot.ts';
-import type { TokenBucket } from './token-bucket.ts';
+import { TokenBucket } from './token-bucket.ts';
+import { performance } from 'node:perf_hooks';
 import type { TrafficCounter, VersionCounter } from './traffic-counter.ts';
 import { keySourceOf, splitOf, TrafficEntry, type ShadowEntry } from './traffic-entry.ts';
 import type { RandomSource } from '../traffic/traffic-split.ts';
@@ -84,7 +85,18 @@ export interface EndpointEntry {
    * collects them (a source without segments: the `kiln-slice` header only); null: requests
    * are not marked for the workers' sketches. Variants share it.
    */
-  readonly drift: CallerKeySource | null;
+  readonly drift: DriftEntry | null;
+}
+
+/** An endpoint's drift settings compiled (issue 15): its slice source and sample rate. */
+export interface DriftEntry {
+  /** Where the slice value comes from; null: the endpoint has no slice key (none is sent). */
+  readonly slice: CallerKeySource | null;
+  /** Share of requests marked, (0, 1]. */
+  readonly sampleRate: number;
+  readonly maxRequestsPerSecond: number | null;
+  /** Its token bucket (kept across snapshots while the rate holds); null: no limit. */
+  readonly bucket: TokenBucket | null;
 }
 
 /** What the traffic entries of a table need besides the snapshot. */
@@ -157,12 +169,21 @@ export function buildRouteTable(
       traffic: null,
       counts: null,
       load: loads?.endpoint(route.name) ?? null,
+      // Pool workers' sketches are never collected (docs/drift.md): nothing is marked for them.
       drift:
-        route.drift === undefined
+        route.drift === undefined || route.pool !== undefined
           ? null
-          : keySourceOf(route.drift.sliceKey === null ? null : route.drift.slicePath, (problem) =>
-              onBadSchema(route.name, `drift.slicePath: ${problem}`),
-            ),
+          : {
+              slice:
+                route.drift.sliceKey === null
+                  ? null
+                  : keySourceOf(route.drift.slicePath, (problem) =>
+                      onBadSchema(route.name, `drift.slicePath: ${problem}`),
+                    ),
+              sampleRate: route.drift.sampleRate ?? 1,
+              maxRequestsPerSecond: route.drift.maxRequestsPerSecond ?? null,
+              bucket: driftBucket(route.drift.maxRequestsPerSecond ?? null, before?.drift ?? null),
+            },
     };
     const policy =
       route.traffic !== undefined && traffic !== null
@@ -176,6 +197,13 @@ export function buildRouteTable(
     endpoints,
     apiKeys: indexApiKeys(snapshot.apiKeys),
   };
+}
+
+/** The drift marking's rate limit: the previous table's while its rate is the same. */
+function driftBucket(ratePerSecond: number | null, before: DriftEntry | null): TokenBucket | null {
+  if (ratePerSecond === null) return null;
+  if (before !== null && before.maxRequestsPerSecond === ratePerSecond) return before.bucket;
+  return new TokenBucket(ratePerSecond, ratePerSecond, performance.now());
 }
 
 /** Compiled checks of a previous table's entry and its variants, by checkKey. */

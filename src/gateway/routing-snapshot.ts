@@ -91,6 +91,10 @@ export interface DriftRoute {
   readonly sliceKey: string | null;
   /** Body path of the slice value (caller-key.ts syntax); `kiln-slice` wins. null: header only. */
   readonly slicePath: string | null;
+  /** Share of requests marked, (0, 1]; absent: 1. */
+  readonly sampleRate?: number;
+  /** Most requests marked per second at one gateway; absent or null: no limit. */
+  readonly maxRequestsPerSecond?: number | null;
 }
 
 export interface TracingRoute {

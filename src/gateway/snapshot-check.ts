@@ -120,6 +120,12 @@ function driftReason(value: unknown, where: string): string | null {
     const text = value[field];
     if (text !== null && !isString(text)) return `${where}.${field} is neither null nor a string`;
   }
+  const rate = value.sampleRate;
+  if (rate !== undefined && (typeof rate !== 'number' || !(rate > 0 && rate <= 1)))
+    return `${where}.sampleRate is not a number in (0, 1]`;
+  const max = value.maxRequestsPerSecond;
+  if (max !== undefined && max !== null && (typeof max !== 'number' || !(max >= 1)))
+    return `${where}.maxRequestsPerSecond is neither null nor a number >= 1`;
   return null;
 }
 

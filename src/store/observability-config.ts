@@ -20,6 +20,14 @@ export interface DriftConfig {
   readonly slicePath: string | null;
   /** Length of one drift window (sketches are merged per window), ms. */
   readonly windowMs: number;
+  /** Share of requests sketched, (0, 1] (the gateway draws per request); default 1. */
+  readonly sampleRate: number;
+  /**
+   * Most requests one gateway marks per second for this endpoint (a token bucket, burst one
+   * second's worth), default 200: sketching costs the worker microseconds a request, and
+   * PSI/KS need hundreds of rows a window, not every request. null: no limit.
+   */
+  readonly maxRequestsPerSecond: number | null;
 }
 
 /** Sampled request/response log to rotating local JSONL files (src/observability/prediction-log/). */

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { buildApiServer } from '../../src/control/api/api-server.ts';
 import { Registry as MetricsRegistry } from 'prom-client';
+import { DriftService } from '../../src/control/observability/drift/drift-service.ts';
 import { LocalBackend } from '../../src/control/backends/local/local-backend.ts';
 import { issueToken } from '../../src/control/control-tokens.ts';
 import { EndpointService } from '../../src/control/endpoints.ts';
@@ -100,6 +101,7 @@ const declared: Readonly<Record<string, Need>> = {
   'GET /api/v1/endpoints/:name/scale': 'read',
   'GET /api/v1/endpoints/:name/scale/events': 'read',
   'GET /metrics': 'read',
+  'GET /api/v1/endpoints/:name/drift': 'read',
 };
 
 /** Who may make a call of each need, as far as a role alone decides (a team aside). */
@@ -166,7 +168,16 @@ test('every route declares its need, and each role gets exactly what the need al
         clock,
       }),
     },
-    observability: { metrics: new MetricsRegistry() },
+    observability: {
+      metrics: new MetricsRegistry(),
+      drift: new DriftService({
+        store,
+        clock,
+        readyReplicas: () => [],
+        reference: () => Promise.resolve(null),
+        metrics: null,
+      }),
+    },
   });
   after(async () => {
     await app.close();

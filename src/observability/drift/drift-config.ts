@@ -2,7 +2,8 @@
 // every field checked and named when wrong, the defaults filled.
 //
 //   {"enabled"?: bool = true, "sliceKey"?: name | null, "slicePath"?: key path | null,
-//    "windowMs"?: 1 000 .. 86 400 000 = 300 000}
+//    "windowMs"?: 1 000 .. 86 400 000 = 300 000, "sampleRate"?: (0, 1] = 1,
+//    "maxRequestsPerSecond"?: 1 .. 1 000 000 | null = 200}
 //
 // A slice path needs a slice key (the key names the slices in reports); a slice key alone
 // takes its values from the `kiln-slice` header only.
@@ -15,7 +16,16 @@ export const defaultDriftWindowMs = 300_000;
 export const minDriftWindowMs = 1_000;
 export const maxDriftWindowMs = 86_400_000;
 
-const known = ['enabled', 'sliceKey', 'slicePath', 'windowMs'] as const;
+const known = [
+  'enabled',
+  'sliceKey',
+  'slicePath',
+  'windowMs',
+  'sampleRate',
+  'maxRequestsPerSecond',
+] as const;
+
+export const defaultDriftMaxRequestsPerSecond = 200;
 
 /** A slice key is a name shown in reports and typed on the command line. */
 const sliceKeyPattern = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -60,5 +70,28 @@ export function resolveDriftConfig(input: unknown): Resolved<DriftConfig> {
       reason: `windowMs must be a whole number of milliseconds from ${minDriftWindowMs} to ${maxDriftWindowMs}`,
     };
   }
-  return { ok: true, value: { enabled, sliceKey, slicePath, windowMs } };
+  const sampleRate = value.sampleRate ?? 1;
+  if (typeof sampleRate !== 'number' || !(sampleRate > 0 && sampleRate <= 1)) {
+    return { ok: false, reason: 'sampleRate must be a number in (0, 1]' };
+  }
+  const maxRequestsPerSecond =
+    value.maxRequestsPerSecond === undefined
+      ? defaultDriftMaxRequestsPerSecond
+      : value.maxRequestsPerSecond;
+  if (
+    maxRequestsPerSecond !== null &&
+    (typeof maxRequestsPerSecond !== 'number' ||
+      !Number.isInteger(maxRequestsPerSecond) ||
+      maxRequestsPerSecond < 1 ||
+      maxRequestsPerSecond > 1_000_000)
+  ) {
+    return {
+      ok: false,
+      reason: 'maxRequestsPerSecond must be a whole number from 1 to 1000000, or null (no limit)',
+    };
+  }
+  return {
+    ok: true,
+    value: { enabled, sliceKey, slicePath, windowMs, sampleRate, maxRequestsPerSecond },
+  };
 }

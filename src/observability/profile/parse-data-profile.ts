@@ -189,7 +189,7 @@ function bucketsOf(value: unknown, path: string): [number, number][] {
     const at = `${path}[${i}]`;
     if (!Array.isArray(entry) || entry.length !== 2) fail(at, 'must be [index, count]');
     const [index, count] = entry as unknown[];
-    if (typeof index !== 'number' || !Number.isInteger(index) || Math.abs(index) > 100_000) {
+    if (typeof index !== 'number' || !Number.isSafeInteger(index)) {
       fail(at, `bucket index must be an integer, got ${describe(index)}`);
     }
     if (index <= previous) fail(at, 'bucket indexes must be strictly ascending');

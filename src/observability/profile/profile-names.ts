@@ -3,13 +3,15 @@
 //
 //   - by the model's feature names (tree models: formatInfo.featureNames), the names a
 //     request may send them by (V2 named features, src/protocol/v2/input-naming.ts);
-//   - by a schema input's name (one input per feature column);
-//   - as INPUT[i] for column i of a schema input shaped [-1, F] (a feature matrix without names).
+//   - by a schema input's name when it is one column ([-1] or [-1, 1]);
+//   - as INPUT[i] for column i of a schema input shaped [-1, F] when the model has no F
+//     feature names (a feature matrix without names).
 //
-// Outputs are named by the schema's outputs. With neither a schema nor feature names, any name
-// is accepted (nothing to check against). Pure.
+// Outputs likewise: OUTPUT for a one-column output, OUTPUT[j] for column j of a [-1, K] one
+// (class probabilities). The worker's drift sketches name columns by the same rule. With
+// neither a schema nor feature names, any name is accepted (nothing to check against). Pure.
 
-import type { ModelSchema } from '../../core/tensor.ts';
+import type { ModelSchema, TensorSpec } from '../../core/tensor.ts';
 import type { DataProfile } from './data-profile.ts';
 
 export interface VersionNames {
@@ -27,52 +29,61 @@ export function formatFeatureNames(formatInfo: Readonly<Record<string, unknown>>
 /** null when every name is known; else the sentence naming the unknown ones and the known. */
 export function unknownProfileNames(profile: DataProfile, version: VersionNames): string | null {
   const problems: string[] = [];
-  const features = knownFeatures(version);
-  if (features !== null) {
-    const unknown = Object.keys(profile.features).filter((name) => !features.accepts(name));
-    if (unknown.length > 0) {
-      problems.push(
-        `unknown feature${unknown.length > 1 ? 's' : ''} ${list(unknown)} (the version has ${features.text})`,
-      );
-    }
+  const featureNames = version.featureNames ?? [];
+  if (version.schema !== null || featureNames.length > 0) {
+    const features = knownNames(version.schema?.inputs ?? [], featureNames);
+    const problem = unknownNames('feature', Object.keys(profile.features), features);
+    if (problem !== null) problems.push(problem);
   }
   if (version.schema !== null) {
-    const outputs = new Set(version.schema.outputs.map((output) => output.name));
-    const unknown = Object.keys(profile.outputs).filter((name) => !outputs.has(name));
-    if (unknown.length > 0) {
-      problems.push(
-        `unknown output${unknown.length > 1 ? 's' : ''} ${list(unknown)} (the version has ${list([...outputs])})`,
-      );
-    }
+    const outputs = knownNames(version.schema.outputs, []);
+    const problem = unknownNames('output', Object.keys(profile.outputs), outputs);
+    if (problem !== null) problems.push(problem);
   }
   return problems.length === 0 ? null : problems.join('; ');
 }
 
-function knownFeatures(
-  version: VersionNames,
-): { accepts: (name: string) => boolean; text: string } | null {
-  const names = new Set<string>(version.featureNames ?? []);
-  const matrices = new Map<string, number>();
-  for (const input of version.schema?.inputs ?? []) {
-    names.add(input.name);
-    const columns = input.shape[1];
-    if (input.shape.length === 2 && columns !== undefined && columns > 0) {
-      matrices.set(input.name, columns);
-    }
+interface KnownNames {
+  readonly exact: ReadonlySet<string>;
+  /** NAME[j] columns: NAME → number of columns (Infinity: a variable width). */
+  readonly indexed: ReadonlyMap<string, number>;
+}
+
+/**
+ * The column names a worker gives the tensors of `specs` (as the drift sketches name them): a
+ * one-column tensor by its name; a [-1, F] one by the model's feature names when there are F
+ * of them, else NAME[0] … NAME[F-1]. The model's feature names are always accepted too.
+ */
+function knownNames(specs: readonly TensorSpec[], featureNames: readonly string[]): KnownNames {
+  const exact = new Set<string>(featureNames);
+  const indexed = new Map<string, number>();
+  for (const spec of specs) {
+    const width = spec.shape.length === 2 ? (spec.shape[1] ?? 1) : 1;
+    if (width === 1) exact.add(spec.name);
+    else if (width < 0) {
+      exact.add(spec.name);
+      indexed.set(spec.name, Infinity);
+    } else if (featureNames.length !== width) indexed.set(spec.name, width);
   }
-  if (names.size === 0) return null;
-  const texts = [...names];
-  for (const [name, columns] of matrices) texts.push(`${name}[0..${columns - 1}]`);
-  return {
-    accepts: (name) => {
-      if (names.has(name)) return true;
-      const match = /^(.*)\[(\d+)\]$/.exec(name);
-      if (match === null) return false;
-      const columns = matrices.get(match[1] ?? '');
-      return columns !== undefined && Number(match[2]) < columns;
-    },
-    text: list(texts),
-  };
+  return { exact, indexed };
+}
+
+function accepts(known: KnownNames, name: string): boolean {
+  if (known.exact.has(name)) return true;
+  const match = /^(.*)\[(\d+)\]$/.exec(name);
+  if (match === null) return false;
+  const columns = known.indexed.get(match[1] ?? '');
+  return columns !== undefined && Number(match[2]) < columns;
+}
+
+function unknownNames(side: string, names: readonly string[], known: KnownNames): string | null {
+  const unknown = names.filter((name) => !accepts(known, name));
+  if (unknown.length === 0) return null;
+  const texts = [...known.exact];
+  for (const [name, columns] of known.indexed) {
+    texts.push(Number.isFinite(columns) ? `${name}[0..${columns - 1}]` : `${name}[j]`);
+  }
+  return `unknown ${side}${unknown.length > 1 ? 's' : ''} ${list(unknown)} (the version has ${texts.length === 0 ? 'none' : list(texts)})`;
 }
 
 function list(names: readonly string[]): string {

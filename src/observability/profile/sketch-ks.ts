@@ -19,7 +19,7 @@
 
 import { invalidInput, type StatisticResult } from '../../traffic/statistic-result.ts';
 import type { FeatureSketch } from './data-profile.ts';
-import type { HistogramSketchSnapshot } from '../../traffic/histogram-sketch.ts';
+import { compareBuckets, orderedBuckets } from './ordered-buckets.ts';
 
 export interface KolmogorovSmirnov {
   /** D, in [0, 1]. */
@@ -43,34 +43,23 @@ export function sketchKolmogorovSmirnov(
   if (a.relativeAccuracy !== b.relativeAccuracy) {
     return invalidInput('bins-mismatch', 'the two sketches have different relative accuracy');
   }
-  const referenceCount = histogramTotal(a);
-  const currentCount = histogramTotal(b);
+  const x = orderedBuckets(a);
+  const y = orderedBuckets(b);
+  const referenceCount = x.total;
+  const currentCount = y.total;
   if (referenceCount === 0) return invalidInput('empty-group', 'reference has no values');
   if (currentCount === 0) return invalidInput('empty-group', 'current has no values');
-  // Union of buckets in ascending value order: order key = sign, then index (descending for
-  // negatives: a larger index there is a more negative value).
-  const buckets = new Map<string, { order: number; sign: number; a: number; b: number }>();
-  const put = (sign: number, index: number, side: 'a' | 'b', count: number): void => {
-    const key = `${sign}:${index}`;
-    const entry = buckets.get(key) ?? { order: sign < 0 ? -index : index, sign, a: 0, b: 0 };
-    entry[side] += count;
-    buckets.set(key, entry);
-  };
-  for (const [side, snapshot] of [
-    ['a', a],
-    ['b', b],
-  ] as const) {
-    for (const [index, count] of snapshot.negative) put(-1, index, side, count);
-    if (snapshot.zeroCount > 0) put(0, 0, side, snapshot.zeroCount);
-    for (const [index, count] of snapshot.positive) put(1, index, side, count);
-  }
-  const ordered = [...buckets.values()].sort((x, y) => x.sign - y.sign || x.order - y.order);
+  // Walk both bucket lists in value order (a merge); after each distinct bucket both CDFs are
+  // known exactly.
+  let i = 0;
+  let j = 0;
   let cumulativeA = 0;
   let cumulativeB = 0;
   let statistic = 0;
-  for (const bucket of ordered) {
-    cumulativeA += bucket.a;
-    cumulativeB += bucket.b;
+  while (i < x.counts.length || j < y.counts.length) {
+    const order = i >= x.counts.length ? 1 : j >= y.counts.length ? -1 : compareBuckets(x, i, y, j);
+    if (order <= 0) cumulativeA += x.counts[i++] ?? 0;
+    if (order >= 0) cumulativeB += y.counts[j++] ?? 0;
     const gap = Math.abs(cumulativeA / referenceCount - cumulativeB / currentCount);
     if (gap > statistic) statistic = gap;
   }
@@ -78,13 +67,6 @@ export function sketchKolmogorovSmirnov(
   const root = Math.sqrt(effectiveCount);
   const pValue = kolmogorovSurvival((root + 0.12 + 0.11 / root) * statistic);
   return { ok: true, statistic, pValue, referenceCount, currentCount, effectiveCount };
-}
-
-function histogramTotal(snapshot: HistogramSketchSnapshot): number {
-  let total = snapshot.zeroCount;
-  for (const [, count] of snapshot.positive) total += count;
-  for (const [, count] of snapshot.negative) total += count;
-  return total;
 }
 
 /** Q_KS(lambda) = P(K > lambda) for the Kolmogorov distribution K; 1 at lambda <= 0. */

@@ -12,7 +12,8 @@
 // approximation), e.g. ~0.02 for 10 bins and 1000 values each; 0.1 and 0.25 are the usual
 // "moderate" and "major" shift lines.
 
-import { HistogramSketch } from '../../traffic/histogram-sketch.ts';
+import { binIndex } from '../../traffic/quantile-bin-edges.ts';
+import { orderedBuckets, type OrderedBuckets } from './ordered-buckets.ts';
 import {
   defaultPsiEpsilon,
   populationStabilityIndex,
@@ -78,14 +79,21 @@ function numericBins(
         `${reference.histogram.relativeAccuracy}`,
     );
   }
-  const referenceSketch = HistogramSketch.fromSnapshot(reference.histogram);
-  if (!referenceSketch.ok) return referenceSketch;
-  const currentSketch = HistogramSketch.fromSnapshot(current.histogram);
-  if (!currentSketch.ok) return currentSketch;
+  const referenceBuckets = orderedBuckets(reference.histogram);
+  const currentBuckets = orderedBuckets(current.histogram);
+  // Cuts at the reference's k/numBins quantiles, as HistogramSketch.quantile finds them (the
+  // representative of the bucket holding rank q (n - 1)), in one walk.
   const edges: number[] = [];
-  if (referenceSketch.sketch.count > 0) {
+  if (referenceBuckets.total > 0) {
+    let bucket = 0;
+    let seen = referenceBuckets.counts[0] ?? 0;
     for (let k = 1; k < numBins; k++) {
-      const edge = referenceSketch.sketch.quantile(k / numBins) ?? 0;
+      const rank = (k / numBins) * (referenceBuckets.total - 1);
+      while (seen <= rank && bucket < referenceBuckets.counts.length - 1) {
+        bucket++;
+        seen += referenceBuckets.counts[bucket] ?? 0;
+      }
+      const edge = referenceBuckets.values[bucket] ?? 0;
       if (edges.length === 0 || edge > (edges[edges.length - 1] ?? -Infinity)) edges.push(edge);
     }
   }
@@ -93,10 +101,20 @@ function numericBins(
   labels.push('missing');
   return {
     ok: true,
-    referenceCounts: [...referenceSketch.sketch.countsInBins(edges), reference.missing],
-    currentCounts: [...currentSketch.sketch.countsInBins(edges), current.missing],
+    referenceCounts: [...countsInBins(referenceBuckets, edges), reference.missing],
+    currentCounts: [...countsInBins(currentBuckets, edges), current.missing],
     labels,
   };
+}
+
+/** Counts per bin of `edges`, each bucket placed whole by its representative value. */
+function countsInBins(buckets: OrderedBuckets, edges: readonly number[]): number[] {
+  const counts = new Array<number>(edges.length + 1).fill(0);
+  for (let k = 0; k < buckets.counts.length; k++) {
+    const bin = binIndex(edges, buckets.values[k] ?? 0);
+    counts[bin] = (counts[bin] ?? 0) + (buckets.counts[k] ?? 0);
+  }
+  return counts;
 }
 
 function edgeLabels(edges: readonly number[]): string[] {

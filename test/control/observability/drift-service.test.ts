@@ -66,7 +66,14 @@ async function setUp() {
     name: 'fraud',
     config: {
       observability: {
-        drift: { enabled: true, sliceKey: 'country', slicePath: null, windowMs: 60_000 },
+        drift: {
+          enabled: true,
+          sliceKey: 'country',
+          slicePath: null,
+          windowMs: 60_000,
+          sampleRate: 1,
+          maxRequestsPerSecond: null,
+        },
       },
     },
   });

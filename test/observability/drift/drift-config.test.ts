@@ -6,7 +6,14 @@ import { resolveObservabilityConfig } from '../../../src/observability/observabi
 test('an empty drift object turns sketches on with the defaults', () => {
   assert.deepEqual(resolveDriftConfig({}), {
     ok: true,
-    value: { enabled: true, sliceKey: null, slicePath: null, windowMs: 300_000 },
+    value: {
+      enabled: true,
+      sliceKey: null,
+      slicePath: null,
+      windowMs: 300_000,
+      sampleRate: 1,
+      maxRequestsPerSecond: 200,
+    },
   });
   const resolved = resolveObservabilityConfig({
     drift: { sliceKey: 'country', slicePath: '$.parameters.country', windowMs: 60_000 },
@@ -19,6 +26,8 @@ test('an empty drift object turns sketches on with the defaults', () => {
         sliceKey: 'country',
         slicePath: '$.parameters.country',
         windowMs: 60_000,
+        sampleRate: 1,
+        maxRequestsPerSecond: 200,
       },
     },
   });
@@ -41,4 +50,11 @@ test('each bad drift field is named', () => {
   assert.match(reasonOf({ windowMs: 999 }), /^drift: windowMs must be a whole number .* 1000 to/);
   assert.match(reasonOf({ windowMs: 1.5e3 + 0.5 }), /^drift: windowMs/);
   assert.match(reasonOf({ windowMs: 86_400_001 }), /^drift: windowMs/);
+  assert.match(reasonOf({ sampleRate: 0 }), /^drift: sampleRate must be a number in \(0, 1\]/);
+  assert.match(reasonOf({ sampleRate: 1.5 }), /^drift: sampleRate/);
+  assert.match(reasonOf({ sampleRate: '0.5' }), /^drift: sampleRate/);
+  assert.match(reasonOf({ maxRequestsPerSecond: 0 }), /^drift: maxRequestsPerSecond must be/);
+  assert.match(reasonOf({ maxRequestsPerSecond: 2.5 }), /^drift: maxRequestsPerSecond/);
+  const unlimited = resolveDriftConfig({ maxRequestsPerSecond: null });
+  assert.ok(unlimited.ok && unlimited.value.maxRequestsPerSecond === null);
 });

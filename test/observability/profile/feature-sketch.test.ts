@@ -19,6 +19,8 @@ import {
   sketchKolmogorovSmirnov,
 } from '../../../src/observability/profile/sketch-ks.ts';
 import { sketchPsi } from '../../../src/observability/profile/sketch-psi.ts';
+import { HistogramSketch } from '../../../src/traffic/histogram-sketch.ts';
+import { sketchStabilityIndex } from '../../../src/traffic/sketch-stability-index.ts';
 
 function numeric(values: readonly (number | null)[]): NumericSketch {
   const sketcher = new NumericSketcher();
@@ -198,4 +200,41 @@ test('KS of sketches: a fresh resample is not rejected, a shift of 0.2 sd is (n 
   assert.ok(shifted.ok);
   assert.ok(shifted.pValue < 1e-6, `shifted p ${shifted.pValue}`);
   assert.ok(shifted.statistic > 0.05);
+});
+
+test('numeric PSI equals the traffic module sketch PSI (same deciles, same placement) plus an empty missing bin', () => {
+  const random = createRandom(3);
+  const reference = Array.from({ length: 3000 }, () => normal(random, 0, 3));
+  const current = Array.from({ length: 1000 }, () => normal(random, 0.5, 3));
+  const ours = sketchPsi(numeric(reference), numeric(current));
+  const traffic = (values: number[]): HistogramSketch => {
+    const sketch = new HistogramSketch(0.01);
+    for (const value of values) sketch.add(value);
+    return sketch;
+  };
+  const theirs = sketchStabilityIndex(traffic(reference), traffic(current));
+  assert.ok(ours.ok && theirs.ok);
+  assert.equal(ours.psi, theirs.psi);
+  assert.deepEqual(ours.contributions.slice(0, -1), theirs.contributions);
+  assert.equal(ours.contributions.at(-1), 0);
+});
+
+test('KS reads snapshots whose buckets are out of order (a hand-written file) the same way', () => {
+  const a = numeric([-5, -1, 0, 2, 3, 40]);
+  const b = numeric([-2, 0, 0, 1, 50, 60]);
+  const shuffled: NumericSketch = {
+    ...a,
+    histogram: {
+      ...a.histogram,
+      positive: [...a.histogram.positive].reverse(),
+      negative: [...a.histogram.negative].reverse(),
+    },
+  };
+  const sorted = sketchKolmogorovSmirnov(a, b);
+  const unsorted = sketchKolmogorovSmirnov(shuffled, b);
+  assert.ok(sorted.ok && unsorted.ok);
+  assert.equal(unsorted.statistic, sorted.statistic);
+  // ECDFs at -5 -2 -1 0 1 2 3 40 50 60: a 1/6 1/6 2/6 3/6 3/6 4/6 5/6 1 1 1;
+  // b 0 1/6 1/6 3/6 4/6 4/6 4/6 4/6 5/6 1 -> largest gap 2/6 at 40.
+  close(sorted.statistic, 2 / 6, 1e-15);
 });

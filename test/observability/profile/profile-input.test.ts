@@ -210,7 +210,7 @@ test('profile names are checked against the schema inputs and outputs and the mo
   };
   assert.equal(
     unknownProfileNames(profile, { schema, featureNames: null }),
-    'unknown features age, income (the version has input, input[0..1]); ' +
+    'unknown features age, income (the version has input[0..1]); ' +
       'unknown output prediction (the version has predict)',
   );
   assert.equal(
@@ -226,6 +226,24 @@ test('profile names are checked against the schema inputs and outputs and the mo
     /^unknown feature input\[2\] /,
   );
   assert.equal(unknownProfileNames(profile, { schema: null, featureNames: null }), null);
+  // Named features replace INPUT[i] (the worker names the columns by them); a [-1, K] output
+  // has one column per class.
+  const classes = profileOf(
+    'age,input[0],probabilities[2],probabilities[3]\n1,2,0.1,0.2\n',
+    'csv',
+    ['probabilities[2]', 'probabilities[3]'],
+  );
+  assert.equal(
+    unknownProfileNames(classes, {
+      schema: {
+        inputs: [{ name: 'input', datatype: 'FP32', shape: [-1, 2] }],
+        outputs: [{ name: 'probabilities', datatype: 'FP32', shape: [-1, 3] }],
+      },
+      featureNames: ['age', 'income'],
+    }),
+    'unknown feature input[0] (the version has age, income); ' +
+      'unknown output probabilities[3] (the version has probabilities[0..2])',
+  );
   assert.match(
     unknownProfileNames(profile, { schema: null, featureNames: ['age'] }) ?? '',
     /unknown features income, prediction|unknown feature income/,
