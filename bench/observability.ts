@@ -13,7 +13,9 @@
 //   off                    plain, no settings                      the baseline
 //   off (A/A)              the baseline again: its loss is the noise of the measurement
 //   otlp on, trace 0%      traced, tracing.sampleRate 0: the tracing SDK loaded, nothing sampled
-//   sketches               plain, drift on (input/output sketches on the workers, by slice)
+//   sketches               plain, drift on (input/output sketches on the workers, by slice;
+//                          the gateway marks at most drift.maxRequestsPerSecond, default 200)
+//   sketches, every request  the same without that bound: every request sketched
 //   sketches + trace 1%    traced, drift on, tracing.sampleRate 0.01   the GOAL case
 //   trace 100%             traced, tracing.sampleRate 1
 //   sketches + trace 100%  traced, both
@@ -76,6 +78,12 @@ const cases: readonly Case[] = [
   // (Explicitly 0: an endpoint without tracing settings is sampled at the default rate.)
   { name: 'otlp on, trace 0%', platform: 'traced', settings: { tracing: { sampleRate: 0 } } },
   { name: 'sketches', platform: 'plain', settings: { drift } },
+  // Drift's bound on marked requests off: every request sketched.
+  {
+    name: 'sketches, every request',
+    platform: 'plain',
+    settings: { drift: { ...drift, maxRequestsPerSecond: null } },
+  },
   {
     name: 'sketches + trace 1%',
     platform: 'traced',
