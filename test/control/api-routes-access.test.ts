@@ -102,6 +102,9 @@ const declared: Readonly<Record<string, Need>> = {
   'GET /api/v1/endpoints/:name/scale/events': 'read',
   'GET /metrics': 'read',
   'GET /api/v1/endpoints/:name/drift': 'read',
+  'GET /api/v1/endpoints/:name/observability': 'read',
+  'PUT /api/v1/endpoints/:name/observability': 'team',
+  'DELETE /api/v1/endpoints/:name/observability': 'team',
 };
 
 /** Who may make a call of each need, as far as a role alone decides (a team aside). */
