@@ -7,13 +7,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { startPlatform, type RunningPlatform } from '../src/control/start-platform.ts';
+import {
+  startPlatform,
+  type PlatformOptions,
+  type RunningPlatform,
+} from '../src/control/start-platform.ts';
 import { call, readArtifact, register } from '../test/helpers/platform.ts';
 
 const root = new URL('../', import.meta.url).pathname;
 
 export interface BenchPlatform {
   readonly platform: RunningPlatform;
+  /** The platform's temp home. */
+  readonly home: string;
   /** Absolute path of the registered model file. */
   readonly modelPath: string;
   readonly gatewayUrl: string;
@@ -28,6 +34,8 @@ export interface BenchPlatformOptions {
   readonly tempPrefix: string;
   /** Replicas to deploy; left to the platform's default when absent. */
   readonly replicas?: number;
+  /** More platform options (observability: an OTLP collector's URL). */
+  readonly platform?: Partial<PlatformOptions>;
 }
 
 /** Starts the platform and deploys the bench model; on any failure closes what it started. */
@@ -39,6 +47,7 @@ export async function startBenchPlatform(options: BenchPlatformOptions): Promise
     port: 0,
     gatewayPort: 0,
     dev: true,
+    ...options.platform,
   });
   const close = async (): Promise<void> => {
     await platform.close();
@@ -71,7 +80,7 @@ export async function startBenchPlatform(options: BenchPlatformOptions): Promise
       if (workerUrl === '') await new Promise((r) => setTimeout(r, 100));
     }
     if (workerUrl === '') throw new Error('the bench endpoint never became ready');
-    return { platform, modelPath, gatewayUrl: platform.gatewayUrl, workerUrl, close };
+    return { platform, home, modelPath, gatewayUrl: platform.gatewayUrl, workerUrl, close };
   } catch (error) {
     await close();
     throw error;

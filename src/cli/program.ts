@@ -23,6 +23,7 @@ import { registerLlmCommands } from './commands/llm.ts';
 import { registerModelsCommands } from './commands/models.ts';
 import { registerOutcomesCommands } from './commands/outcomes.ts';
 import { registerQualityCommands } from './commands/quality.ts';
+import { registerObserveCommands } from './commands/observe.ts';
 import { registerPlacementCommands } from './commands/placement.ts';
 import { registerPolicyCommands } from './commands/policy.ts';
 import { registerPoolsCommands } from './commands/pools.ts';
@@ -79,6 +80,7 @@ export function buildProgram(): Command {
   registerTrafficCommands(program);
   registerAutoscaleCommands(program);
   registerSloCommands(program);
+  registerObserveCommands(program);
   registerExperimentsCommands(program);
   registerPredictCommand(program);
   registerKeysCommands(program);

@@ -395,6 +395,11 @@ export const errorRegistry = {
     template: 'invalid observability settings for endpoint {endpoint}: {reason}',
     hint: 'see docs/observability.md for every field and its range',
   },
+  KILN_OBSERVABILITY_CONFLICT: {
+    status: 409,
+    retryable: true,
+    template: 'the observability settings of endpoint {endpoint} were not changed: {reason}',
+  },
   KILN_PROFILE_INVALID: {
     status: 400,
     retryable: false,

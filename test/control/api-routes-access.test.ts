@@ -105,6 +105,9 @@ const declared: Readonly<Record<string, Need>> = {
   'GET /api/v1/endpoints/:name/slo': 'read',
   'GET /api/v1/slo/rules': 'read',
   'GET /api/v1/endpoints/:name/drift': 'read',
+  'GET /api/v1/endpoints/:name/observability': 'read',
+  'PUT /api/v1/endpoints/:name/observability': 'team',
+  'DELETE /api/v1/endpoints/:name/observability': 'team',
 };
 
 /** Who may make a call of each need, as far as a role alone decides (a team aside). */

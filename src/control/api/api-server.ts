@@ -25,6 +25,8 @@ import { registerTrafficRoutes } from './routes-traffic.ts';
 import { registerScalingRoutes } from './routes-scaling.ts';
 import { registerExperimentRoutes } from './routes-experiments.ts';
 import { registerPlacementRoutes } from './routes-placement.ts';
+import { registerEndpointObservabilityRoutes } from './routes-endpoint-observability.ts';
+import { EndpointObservability } from '../observability/endpoint-observability.ts';
 import { ExperimentService } from '../traffic/experiments.ts';
 import type { EndpointService } from '../endpoints.ts';
 import type { Reconciler } from '../reconciler.ts';
@@ -106,6 +108,11 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     registerServingRoutes(app, options.registry.store, endpoints, reconciler);
     registerTrafficRoutes(app, options.registry.store, endpoints.traffic);
     registerPlacementRoutes(app, reconciler);
+    registerEndpointObservabilityRoutes(
+      app,
+      options.registry.store,
+      new EndpointObservability(options.registry.store, () => reconciler.trigger()),
+    );
     registerPoolRoutes(app, options.registry.store, reconciler);
     const traffic = endpoints.traffic;
     const experiments = new ExperimentService(
