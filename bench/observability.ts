@@ -33,12 +33,20 @@
 // answers. On a shared machine throughput swings with the neighbours' load; CPU per request
 // barely does, and when serving is CPU-bound throughput lost = 1 - cpu(off) / cpu(case).
 //
+// With two or more CPUs (and taskset), the gateway and worker processes of both platforms run
+// on CPUs 1..n-1 and this process (the load generator, the control planes and the OTLP
+// receiver) on CPU 0 (`--no-pin`: no pinning): the clients then never take the servers' CPU,
+// so a case's throughput is what the serving processes manage on the CPU they have, and a
+// 5 % difference stands out of the noise (unpinned on 2 cores, an A/A run swung 5-15 %).
+//
 // GOAL observability.overhead_fraction <= 0.05: 1 - rps(sketches + trace 1%) / rps(off).
 // The 100 %-sampling cost is printed beside it (no goal: it is the price of full tracing).
 
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync, readdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { call } from '../test/helpers/platform.ts';
 import { closedLoop, type LoadResult, type LoadTarget } from './_load.ts';
 import { startBenchPlatform, type BenchPlatform } from './_platform.ts';
@@ -130,6 +138,25 @@ class OtlpReceiver {
 }
 
 const ticksPerSecond = 100; // CLK_TCK on Linux
+
+/**
+ * The serving processes on CPUs 1..n-1, this process on CPU 0 (every thread of each, with
+ * util-linux's taskset); says what it did, or why it did not.
+ */
+function pinServing(pids: readonly number[]): string {
+  const cpus = availableParallelism();
+  if (cpus < 2) return 'CPUs: not pinned (one CPU)';
+  const serving = cpus === 2 ? '1' : `1-${cpus - 1}`;
+  try {
+    for (const pid of pids) {
+      execFileSync('taskset', ['-a', '-p', '-c', serving, String(pid)], { stdio: 'ignore' });
+    }
+    execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
+  } catch (error) {
+    return `CPUs: not pinned (taskset failed: ${(error as Error).message.split('\n')[0]})`;
+  }
+  return `CPUs: gateway and worker processes (${pids.length}) pinned to CPU ${serving}; clients, control planes and the OTLP receiver to CPU 0`;
+}
 
 /** CPU time (user + system, ms) of `pids` so far; a pid gone counts 0. */
 function cpuMs(pids: readonly number[]): number {
@@ -235,6 +262,11 @@ export async function run(args: readonly string[]): Promise<void> {
     });
     const platforms = { plain, traced };
     const pids = { plain: await servingPids(plain), traced: await servingPids(traced) };
+    console.log(
+      args.includes('--no-pin')
+        ? 'CPUs: not pinned (--no-pin): clients and servers share every CPU'
+        : pinServing([...pids.plain, ...pids.traced]),
+    );
     const body = requestBody();
     const target = (bench: BenchPlatform): LoadTarget => ({
       origin: bench.gatewayUrl,
