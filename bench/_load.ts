@@ -2,15 +2,20 @@
 // whole milliseconds, too coarse for sub-millisecond overheads). Closed loop: N clients
 // back to back. Open loop: a fixed arrival rate, latency measured from each request's
 // scheduled time, so a stall shows up in the percentiles instead of hiding (no coordinated
-// omission).
+// omission). Throughput (`rps`) counts 2xx answers only; the rest are `errors`.
 
 import { Pool } from 'undici';
 
 export interface LoadResult {
+  /** Requests answered or failed. */
   readonly requests: number;
+  /** 2xx answers. */
+  readonly successes: number;
+  /** Non-2xx answers and transport errors. */
   readonly errors: number;
   readonly statuses: Readonly<Record<string, number>>;
   readonly seconds: number;
+  /** Successful (2xx) answers per second: a server does not get faster by failing. */
   readonly rps: number;
   /** Latencies of successful requests, ms, ascending. */
   readonly latenciesMs: Float64Array;
@@ -21,6 +26,10 @@ export interface LoadTarget {
   readonly path: string;
   readonly body: string;
   readonly headers?: Record<string, string>;
+}
+
+function isSuccess(status: number): boolean {
+  return status >= 200 && status < 300;
 }
 
 async function once(pool: Pool, target: LoadTarget): Promise<number> {
@@ -43,10 +52,11 @@ function finish(
   const sorted = Float64Array.from(latencies).sort();
   return {
     requests: latencies.length + errors,
+    successes: latencies.length,
     errors,
     statuses,
     seconds,
-    rps: (latencies.length + errors) / seconds,
+    rps: latencies.length / seconds,
     latenciesMs: sorted,
   };
 }
@@ -69,7 +79,7 @@ export async function closedLoop(
         try {
           const status = await once(pool, target);
           statuses[status] = (statuses[status] ?? 0) + 1;
-          if (status === 200) latencies.push(performance.now() - t0);
+          if (isSuccess(status)) latencies.push(performance.now() - t0);
           else errors++;
         } catch {
           errors++;
@@ -105,7 +115,7 @@ export async function openLoop(
       once(pool, target).then(
         (status) => {
           statuses[status] = (statuses[status] ?? 0) + 1;
-          if (status === 200) latencies.push(performance.now() - scheduled);
+          if (isSuccess(status)) latencies.push(performance.now() - scheduled);
           else errors++;
         },
         () => {
