@@ -34,8 +34,8 @@ export interface BenchPlatformOptions {
   readonly tempPrefix: string;
   /** Replicas to deploy; left to the platform's default when absent. */
   readonly replicas?: number;
-  /** More platform options (observability: an OTLP collector's URL). */
-  readonly platform?: Partial<PlatformOptions>;
+  /** More platform options (observability: an OTLP collector's URL; gatewayProcesses). */
+  readonly platform?: Partial<PlatformOptions> & { readonly gatewayProcesses?: number };
 }
 
 /** Starts the platform and deploys the bench model; on any failure closes what it started. */

@@ -1,180 +1,136 @@
-// `npm run bench -- e2e`: Open Inference Protocol v2 infer on an XGBoost endpoint, through
-// the gateway vs straight to the worker, on this machine's loopback.
+// `npm run bench -- e2e [--seconds N] [--pin]`: Open Inference Protocol v2 infer on an
+// XGBoost endpoint (one row per request), through the gateway vs straight to the worker, on
+// this machine's loopback.
 //
-// With wrk installed (Debian's `wrk`, a C client that leaves the 2 cores to the serving
-// path): both paths at fixed concurrency 1…32 → throughput, p50/p99 per point; the
-// gateway's maximum is the best point; the goal is read at the concurrency whose gateway
-// throughput is nearest half of it: added p99 = gateway p99 − worker p99 at that
-// concurrency. Goal: ≤ 1 ms.
-// Without wrk: the JavaScript client (bench/_load.ts), closed loop for the maximum, then an
-// open loop at half of it on both paths (--sweep adds 10–40 % points). On 2 cores that
-// client's own CPU use dominates the tail, so its figure is an upper bound.
-// --pin (Linux): load generator on CPU 0, gateway and worker on CPU 1.
+// 1. The gateway's maximum req/s (2xx answers), closed loop at a few connection counts, the
+//    best point: wrk (Debian's `wrk`, a C client) when installed, else the JavaScript client
+//    (bench/_load.ts). Measured twice, on a platform with 1 gateway process and on one with N
+//    (`platform: { gatewayProcesses: N }`, N = os.availableParallelism(), the default of
+//    `kiln up`). On a 2-core machine the load generator competes with the gateways and the
+//    worker for the same cores, so N processes gain less than they would with the client on
+//    another machine.
+// 2. The gateway's added latency at equal OFFERED RATE: on the N-process platform, an open
+//    loop (bench/_open-loop.ts: a generator in its own process, a fixed-rate timetable,
+//    latency from each request's intended send time) at half the gateway's maximum from
+//    step 1, once through the gateway and once straight to the worker. Added p99 = gateway
+//    p99 − direct p99 at the same rate. (At equal connections instead, a closed loop gives the
+//    faster direct path more load, and the difference went negative.) A run whose achieved
+//    rate fell short of the target by more than 5 %, or with more than 0.1 % failed requests,
+//    is printed as such and the goal reads met=no.
+// --pin (Linux): this process and its load generators on CPU 0, gateways and worker on CPU 1.
 
+import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { spawnSync } from 'node:child_process';
 
-import { closedLoop, openLoop, type LoadResult, type LoadTarget } from './_load.ts';
-import { startBenchPlatform } from './_platform.ts';
-import { goal, percentile, table } from './_report.ts';
-import { runWrk, wrkAvailable, type WrkResult } from './_wrk.ts';
+import { closedLoop, type LoadTarget } from './_load.ts';
+import { openLoopInChild, rateProblem, type OpenLoopSummary } from './_open-loop.ts';
+import { startBenchPlatform, type BenchPlatform } from './_platform.ts';
+import { failureProblem, goal, percentile, table } from './_report.ts';
+import { runWrk, wrkAvailable } from './_wrk.ts';
 
 const root = new URL('../', import.meta.url).pathname;
+const inferPath = '/v2/models/bench/infer';
+const maxConnectionLevels = [8, 32, 64] as const;
+const gatewayEntry = /gateway\/main\.(ts|js)\b/;
 
 function option(args: readonly string[], name: string, fallback: number): number {
   const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
+  const value = i >= 0 ? Number(args[i + 1]) : fallback;
+  return Number.isFinite(value) && value > 0 ? value : fallback;
 }
 
-function row(label: string, r: LoadResult): (string | number)[] {
-  const l = r.latenciesMs;
-  return [
-    label,
-    r.rps,
-    percentile(Array.from(l), 50),
-    percentile(Array.from(l), 95),
-    percentile(Array.from(l), 99),
-    r.errors,
-  ];
+/** Pids of this process's descendants whose command line runs the gateway; null off Linux. */
+function gatewayPids(): number[] | null {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc').filter((e) => /^\d+$/.test(e));
+  } catch {
+    return null;
+  }
+  const parent = new Map<number, number>();
+  const command = new Map<number, string>();
+  for (const e of entries) {
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+      // pid (comm) state ppid …: comm may hold spaces, so read after the last ')'.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parent.set(Number(e), ppid);
+      command.set(Number(e), readFileSync(`/proc/${e}/cmdline`, 'utf8').replaceAll('\0', ' '));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const descends = (pid: number): boolean => {
+    for (let p = parent.get(pid), hops = 0; p !== undefined && p > 1 && hops < 64; hops++) {
+      if (p === process.pid) return true;
+      p = parent.get(p);
+    }
+    return false;
+  };
+  return [...command.entries()]
+    .filter(([pid, cmd]) => gatewayEntry.test(cmd) && descends(pid))
+    .map(([pid]) => pid);
 }
 
-/**
- * With --pin (Linux, taskset): the load generator (this process) on CPU 0, the gateway and
- * the worker on CPU 1, so the client's own work does not preempt the serving path.
- */
-function pinProcesses(workerUrl: string): void {
+/** With --pin: this process (and so its load generators) on CPU 0, gateways and worker on 1. */
+function pinProcesses(): void {
   const pids = (pattern: string): string[] =>
     spawnSync('pgrep', ['-f', pattern], { encoding: 'utf8' })
       .stdout.split('\n')
       .filter((l) => l.trim() !== '');
   spawnSync('taskset', ['-cp', '0', String(process.pid)]);
-  const port = new URL(workerUrl).port;
-  for (const pid of [...pids('gateway/main.ts'), ...pids('worker/main.ts')])
+  for (const pid of [...(gatewayPids() ?? []).map(String), ...pids('worker/main\\.(ts|js)')])
     spawnSync('taskset', ['-cp', '1', pid]);
-  console.log(`pinned: load generator → CPU 0; gateway and worker (port ${port}) → CPU 1`);
+  console.log('pinned: load generators → CPU 0; gateway(s) and worker → CPU 1');
 }
 
-/**
- * The fixed-concurrency method, with wrk: sweep the number of connections on both paths;
- * the gateway's maximum throughput is the best of the sweep; the goal is read at the
- * concurrency whose gateway throughput is nearest half of that maximum.
- */
-function withWrk(gatewayUrl: string, workerUrl: string, body: string, seconds: number): void {
-  const path = '/v2/models/bench/infer';
-  const levels = [1, 2, 4, 8, 16, 32];
-  const rows: (string | number)[][] = [];
-  const results = new Map<number, { gateway: WrkResult; direct: WrkResult }>();
-  console.log(`\nwrk, one thread, fixed concurrency, ${seconds} s per point`);
-  for (const c of levels) {
-    const g = runWrk(gatewayUrl + path, body, c, seconds);
-    const d = runWrk(workerUrl + path, body, c, seconds);
-    results.set(c, { gateway: g, direct: d });
-    rows.push([
-      String(c),
-      g.rps,
-      g.p50Ms,
-      g.p99Ms,
-      d.rps,
-      d.p50Ms,
-      d.p99Ms,
-      g.p99Ms - d.p99Ms,
-      g.errors + d.errors,
-    ]);
-  }
-  console.log(
-    table(
-      [
-        'conns',
-        'gw req/s',
-        'gw p50',
-        'gw p99',
-        'direct req/s',
-        'direct p50',
-        'direct p99',
-        'added p99',
-        'errors',
-      ],
-      rows,
-    ),
-  );
-  const max = Math.max(...[...results.values()].map((r) => r.gateway.rps));
-  const best = [...results.entries()].reduce((a, b) =>
-    Math.abs(b[1].gateway.rps - max / 2) < Math.abs(a[1].gateway.rps - max / 2) ? b : a,
-  );
-  const c = best[0];
-  console.log(
-    `\ngateway maximum ${Math.round(max)} req/s; half is ${Math.round(max / 2)}: nearest at ${c} connections`,
-  );
-  const g = runWrk(gatewayUrl + path, body, c, seconds * 2);
-  const d = runWrk(workerUrl + path, body, c, seconds * 2);
-  console.log(
-    table(
-      ['path', 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'errors'],
-      [
-        ['gateway → worker', g.rps, g.p50Ms, g.p90Ms, g.p99Ms, g.errors],
-        ['worker directly', d.rps, d.p50Ms, d.p90Ms, d.p99Ms, d.errors],
-      ],
-    ),
-  );
-  const added = g.p99Ms - d.p99Ms;
-  console.log(
-    `gateway added latency at ${c} connections (${Math.round(g.rps)} req/s through the gateway): p50 ${(g.p50Ms - d.p50Ms).toFixed(3)} ms, p99 ${added.toFixed(3)} ms`,
-  );
-  console.log("(wrk, gateway and worker share this machine's 2 cores)");
-  goal('e2e', 'gateway_added_p99_ms', added, '<=', 1);
+interface MaxPoint {
+  readonly connections: number;
+  readonly rps: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly requests: number;
+  readonly errors: number;
 }
 
-async function withJsClient(
-  gateway: LoadTarget,
-  direct: LoadTarget,
-  concurrency: number,
+async function closedPoint(
+  useWrk: boolean,
+  target: LoadTarget,
+  connections: number,
   seconds: number,
-  sweep: boolean,
-): Promise<void> {
-  console.log(`\nmaximum throughput, closed loop, concurrency ${concurrency}, ${seconds} s each`);
-  const maxGateway = await closedLoop(gateway, concurrency, seconds * 1000);
-  const maxDirect = await closedLoop(direct, concurrency, seconds * 1000);
-  console.log(
-    table(
-      ['path', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'errors'],
-      [row('gateway → worker', maxGateway), row('worker directly', maxDirect)],
-    ),
-  );
-  const rate = Math.max(50, Math.floor(maxGateway.rps / 2));
-  console.log(`\nhalf of the gateway's maximum: open loop at ${rate} req/s, ${seconds * 2} s each`);
-  const halfGateway = await openLoop(gateway, rate, seconds * 2000);
-  const halfDirect = await openLoop(direct, rate, seconds * 2000);
-  console.log(
-    table(
-      ['path', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'errors'],
-      [row('gateway → worker', halfGateway), row('worker directly', halfDirect)],
-    ),
-  );
-  const addedP99 =
-    percentile(Array.from(halfGateway.latenciesMs), 99) -
-    percentile(Array.from(halfDirect.latenciesMs), 99);
-  if (sweep) {
-    const rows: (string | number)[][] = [];
-    for (const fraction of [0.1, 0.2, 0.3, 0.4]) {
-      const r = Math.floor(maxGateway.rps * fraction);
-      const g = await openLoop(gateway, r, seconds * 1000);
-      const d = await openLoop(direct, r, seconds * 1000);
-      const p99g = percentile(Array.from(g.latenciesMs), 99);
-      const p99d = percentile(Array.from(d.latenciesMs), 99);
-      rows.push([`${Math.round(fraction * 100)}% (${r}/s)`, p99g, p99d, p99g - p99d]);
-    }
-    console.log(table(['load', 'gateway p99', 'direct p99', 'added p99 ms'], rows));
+): Promise<MaxPoint> {
+  if (useWrk) {
+    const r = runWrk(target.origin + target.path, target.body, connections, seconds);
+    return { connections, ...r };
   }
-  console.log("(the JavaScript client, gateway and worker share this machine's 2 cores)");
-  goal('e2e', 'gateway_added_p99_ms', addedP99, '<=', 1);
+  const r = await closedLoop(target, connections, seconds * 1000);
+  const l = Array.from(r.latenciesMs);
+  return {
+    connections,
+    rps: r.rps,
+    p50Ms: percentile(l, 50),
+    p99Ms: percentile(l, 99),
+    requests: r.requests,
+    errors: r.errors,
+  };
 }
 
-export async function run(args: readonly string[]): Promise<void> {
-  const concurrency = option(args, 'concurrency', 16);
-  const seconds = option(args, 'seconds', 5);
-  const bench = await startBenchPlatform({ tempPrefix: 'kiln-bench-e2e-' });
-  const { platform, modelPath, workerUrl } = bench;
+interface Platform {
+  readonly bench: BenchPlatform;
+  readonly gateway: LoadTarget;
+  readonly direct: LoadTarget;
+  /** Gateway processes seen running (null: could not count here). */
+  readonly gatewayProcesses: number | null;
+}
+
+async function startPlatform(processes: number): Promise<Platform> {
+  const bench = await startBenchPlatform({
+    tempPrefix: 'kiln-bench-e2e-',
+    platform: { gatewayProcesses: processes },
+  });
   try {
-    const metadata = (await (await fetch(`${workerUrl}/v2/models/bench`)).json()) as {
+    const metadata = (await (await fetch(`${bench.workerUrl}/v2/models/bench`)).json()) as {
       inputs: { name: string; shape: number[] }[];
     };
     const input = metadata.inputs[0];
@@ -185,26 +141,174 @@ export async function run(args: readonly string[]): Promise<void> {
         { name: input?.name ?? 'input', shape: [1, features], datatype: 'FP32', data: rowValues },
       ],
     });
-    const gateway: LoadTarget = {
-      origin: platform.gatewayUrl,
-      path: '/v2/models/bench/infer',
-      body,
+    const counted = gatewayPids();
+    return {
+      bench,
+      gateway: { origin: bench.gatewayUrl, path: inferPath, body },
+      direct: { origin: bench.workerUrl, path: inferPath, body },
+      gatewayProcesses: counted === null ? null : counted.length,
     };
-    const direct: LoadTarget = { origin: workerUrl, path: '/v2/models/bench/infer', body };
-
-    if (args.includes('--pin')) pinProcesses(workerUrl);
-    console.log(`model ${modelPath.replace(root, '')}: ${features} features; one row per request`);
-    console.log('warming up…');
-    await closedLoop(gateway, concurrency, 1000);
-    await closedLoop(direct, concurrency, 1000);
-    if (wrkAvailable()) withWrk(platform.gatewayUrl, workerUrl, body, seconds);
-    else {
-      console.log(
-        'wrk is not installed (apt-get install wrk): measuring with the JavaScript client instead',
-      );
-      await withJsClient(gateway, direct, concurrency, seconds, args.includes('--sweep'));
-    }
-  } finally {
+  } catch (error) {
     await bench.close();
+    throw error;
+  }
+}
+
+/** The gateway's maximum 2xx req/s over the connection levels; prints its points. */
+async function measureMaximum(
+  label: string,
+  p: Platform,
+  useWrk: boolean,
+  seconds: number,
+  rows: (string | number)[][],
+): Promise<MaxPoint> {
+  await closedLoop(p.gateway, 16, 1000); // warm-up
+  let best: MaxPoint | null = null;
+  for (const c of maxConnectionLevels) {
+    const point = await closedPoint(useWrk, p.gateway, c, seconds);
+    rows.push([label, String(c), point.rps, point.p50Ms, point.p99Ms, point.errors]);
+    if (best === null || point.rps > best.rps) best = point;
+  }
+  if (best === null) throw new Error('no connection levels');
+  return best;
+}
+
+export async function run(args: readonly string[]): Promise<void> {
+  const seconds = option(args, 'seconds', 5);
+  const pin = args.includes('--pin');
+  const useWrk = wrkAvailable();
+  const n = availableParallelism();
+  console.log(
+    `e2e: one row per request, gateway → worker vs worker directly; ${n} CPUs here; load: ${useWrk ? 'wrk, one thread' : 'the JavaScript client (wrk is not installed: apt-get install wrk)'} for the maximum, ${seconds} s per point`,
+  );
+
+  // 1. Maximum with 1 gateway process.
+  const maxRows: (string | number)[][] = [];
+  const notes: string[] = [];
+  const one = await startPlatform(1);
+  let max1: MaxPoint;
+  try {
+    if (pin) pinProcesses();
+    console.log(
+      `model ${one.bench.modelPath.replace(root, '')}; gateway processes asked 1, running ${one.gatewayProcesses ?? 'unknown'}`,
+    );
+    max1 = await measureMaximum('1', one, useWrk, seconds, maxRows);
+  } catch (error) {
+    await one.bench.close();
+    throw error;
+  }
+
+  // 2. Maximum with N gateway processes (the default); the goal is read on this platform.
+  let goalPlatform: Platform = one;
+  let maxGoal = max1;
+  let goalProcesses = '1';
+  if (n > 1) {
+    await one.bench.close();
+    const many = await startPlatform(n);
+    goalPlatform = many;
+    if (pin) pinProcesses();
+    try {
+      if (many.gatewayProcesses !== null && many.gatewayProcesses < 2) {
+        notes.push(
+          `${n} processes: not available in this build (asked for ${n} gateway processes, ${many.gatewayProcesses} running); the goal is read with 1`,
+        );
+        maxRows.push([String(n), 'n/a', 'not available in this build', '', '', '']);
+      } else {
+        maxGoal = await measureMaximum(String(n), many, useWrk, seconds, maxRows);
+        goalProcesses = String(n);
+        if (many.gatewayProcesses === null)
+          notes.push(`${n} processes asked; could not count them here (no /proc)`);
+      }
+    } catch (error) {
+      await many.bench.close();
+      throw error;
+    }
+  }
+
+  try {
+    const direct = await closedPoint(useWrk, goalPlatform.direct, 32, seconds);
+    console.log(`\nthe gateway's maximum (2xx answers per second), closed loop`);
+    console.log(
+      table(['gateway processes', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'errors'], maxRows),
+    );
+    for (const note of notes) console.log(note);
+    console.log(
+      `maximum: 1 process ${Math.round(max1.rps)} req/s${goalProcesses === '1' ? '' : `, ${goalProcesses} processes ${Math.round(maxGoal.rps)} req/s (× ${(maxGoal.rps / max1.rps).toFixed(2)})`}; worker directly at 32 connections ${Math.round(direct.rps)} req/s`,
+    );
+    console.log(
+      `(on ${n} cores the load generator competes with the gateway process(es) and the worker for the same cores: the maximum is this machine's, client included)`,
+    );
+
+    // 3. Equal offered rate, open loop, both paths.
+    const rate = Math.max(50, Math.round(maxGoal.rps / 2));
+    console.log(
+      `\nequal offered rate: open loop at ${rate} req/s (half the ${goalProcesses}-process gateway's maximum) on both paths, ${seconds * 2} s each, generator in its own process, latency from the intended send time`,
+    );
+    const runs: [string, OpenLoopSummary][] = [];
+    for (const [label, target] of [
+      ['gateway → worker', goalPlatform.gateway],
+      ['worker directly', goalPlatform.direct],
+    ] as const) {
+      const summary = await openLoopInChild(
+        { origin: target.origin, path: target.path, bodies: [target.body] },
+        rate,
+        seconds * 2000,
+      );
+      runs.push([label, summary]);
+    }
+    console.log(
+      table(
+        [
+          'path',
+          'sent/s',
+          '2xx/s',
+          'p50 ms',
+          'p90 ms',
+          'p99 ms',
+          'p99.9 ms',
+          'max lag ms',
+          'failed',
+        ],
+        runs.map(([label, s]) => [
+          label,
+          s.sentRatePerS,
+          s.successRatePerS,
+          s.p50Ms,
+          s.p90Ms,
+          s.p99Ms,
+          s.p999Ms,
+          s.maxSendLagMs,
+          s.failed,
+        ]),
+      ),
+    );
+    const problems: string[] = [];
+    for (const [label, s] of runs) {
+      const short = rateProblem(label, s);
+      if (short !== null) problems.push(short);
+    }
+    const failed = failureProblem(
+      runs.map(([label, s]) => ({ label, requests: s.successes + s.failed, errors: s.failed })),
+    );
+    if (failed !== null) problems.push(failed);
+    for (const problem of problems) console.log(`short: ${problem}`);
+    const g = runs[0]?.[1];
+    const d = runs[1]?.[1];
+    const addedP99 = g !== undefined && d !== undefined ? g.p99Ms - d.p99Ms : Number.NaN;
+    const addedP50 = g !== undefined && d !== undefined ? g.p50Ms - d.p50Ms : Number.NaN;
+    console.log(
+      `gateway added latency at ${rate} req/s offered to both: p50 ${addedP50.toFixed(3)} ms, p99 ${addedP99.toFixed(3)} ms`,
+    );
+    console.log("(load generator, gateway(s) and worker share this machine's cores)");
+    goal(
+      'e2e',
+      'gateway_added_p99_ms',
+      addedP99,
+      '<=',
+      0.3,
+      problems.length === 0 ? null : problems.join('; '),
+    );
+  } finally {
+    await goalPlatform.bench.close();
   }
 }
