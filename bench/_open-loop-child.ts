@@ -15,16 +15,32 @@ const config = JSON.parse(input) as OpenLoopChildConfig;
 
 const pool = new Pool(config.origin, { connections: config.connections, pipelining: 1 });
 const headers = { 'content-type': 'application/json' };
-const send = async (i: number): Promise<number> => {
-  const response = await pool.request({
-    method: 'POST',
-    path: config.path,
-    body: config.bodies[i % config.bodies.length] ?? '',
-    headers,
+// pool.dispatch with a bare handler rather than pool.request: no response stream per
+// request, about a third less client CPU per request, which on a 2-core machine is CPU the
+// servers under test keep.
+const send = (i: number): Promise<number> =>
+  new Promise((resolve, reject) => {
+    let status = 0;
+    pool.dispatch(
+      {
+        method: 'POST',
+        path: config.path,
+        body: config.bodies[i % config.bodies.length] ?? '',
+        headers,
+      },
+      {
+        // The handler shape undici's Pool checks for (it rejects one without onConnect).
+        onConnect: () => undefined,
+        onHeaders: (statusCode) => {
+          status = statusCode;
+          return true;
+        },
+        onData: () => true,
+        onComplete: () => resolve(status),
+        onError: (error) => reject(error),
+      },
+    );
   });
-  await response.body.arrayBuffer();
-  return response.statusCode;
-};
 // Open the connections before the clock starts, so the first second does not measure
 // connection set-up (each a request the server answers, counted nowhere).
 await Promise.all(

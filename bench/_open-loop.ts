@@ -41,6 +41,8 @@ export interface OpenLoopResult {
   readonly successes: number;
   /** Non-2xx answers, transport errors and answers still missing when the drain ended. */
   readonly failed: number;
+  /** Of `failed`: requests still unanswered when the drain ended. */
+  readonly unanswered: number;
   readonly statuses: Readonly<Record<string, number>>;
   /** Sends per second over the send window (first intended send to last actual send + 1 gap). */
   readonly sentRatePerS: number;
@@ -50,6 +52,12 @@ export interface OpenLoopResult {
   readonly maxSendLagMs: number;
   /** Latencies of the 2xx answers from their intended send time, ms, ascending. */
   readonly latenciesMs: readonly number[];
+  /**
+   * The same answers' latencies from their ACTUAL send time, ms, ascending: what a client that
+   * ignores its own lateness would report. Where it is much below `latenciesMs`, the generator
+   * itself ran late (a starved CPU), not the server.
+   */
+  readonly fromSendLatenciesMs: readonly number[];
 }
 
 /** Runs the timetable; resolves when every answer is in or the drain time is over. */
@@ -60,6 +68,7 @@ export async function runOpenLoop(options: OpenLoopOptions): Promise<OpenLoopRes
   const intervalMs = 1000 / ratePerS;
   const planned = Math.floor((durationMs / 1000) * ratePerS);
   const latencies: number[] = [];
+  const fromSend: number[] = [];
   const statuses: Record<string, number> = {};
   let successes = 0;
   let answeredFailures = 0;
@@ -70,7 +79,7 @@ export async function runOpenLoop(options: OpenLoopOptions): Promise<OpenLoopRes
   let allAnswered: (() => void) | null = null;
 
   const start = clock.now();
-  const answered = (intendedMs: number, status: number | null): void => {
+  const answered = (intendedMs: number, sentMs: number, status: number | null): void => {
     const at = clock.now();
     lastAnswerMs = Math.max(lastAnswerMs, at);
     const key = status === null ? 'error' : String(status);
@@ -78,6 +87,7 @@ export async function runOpenLoop(options: OpenLoopOptions): Promise<OpenLoopRes
     if (status !== null && status >= 200 && status < 300) {
       successes++;
       latencies.push(at - intendedMs);
+      fromSend.push(at - sentMs);
     } else answeredFailures++;
     outstanding--;
     if (outstanding === 0) allAnswered?.();
@@ -93,8 +103,8 @@ export async function runOpenLoop(options: OpenLoopOptions): Promise<OpenLoopRes
       lastSendMs = now;
       outstanding++;
       send(i).then(
-        (status) => answered(intendedMs, status),
-        () => answered(intendedMs, null),
+        (status) => answered(intendedMs, now, status),
+        () => answered(intendedMs, now, null),
       );
       i++;
       burst++;
@@ -114,26 +124,33 @@ export async function runOpenLoop(options: OpenLoopOptions): Promise<OpenLoopRes
     sent: i,
     successes,
     failed: answeredFailures + unanswered,
+    unanswered,
     statuses,
     sentRatePerS: planned === 0 ? 0 : i / sendWindowS,
     successRatePerS: successes / answerWindowS,
     maxSendLagMs,
     latenciesMs: latencies.sort((a, b) => a - b),
+    fromSendLatenciesMs: fromSend.sort((a, b) => a - b),
   };
 }
 
 /** What a run reports back from the child process: counts, rates and percentiles. */
-export interface OpenLoopSummary extends Omit<OpenLoopResult, 'latenciesMs'> {
+export interface OpenLoopSummary extends Omit<
+  OpenLoopResult,
+  'latenciesMs' | 'fromSendLatenciesMs'
+> {
   readonly connections: number;
   readonly p50Ms: number;
   readonly p90Ms: number;
   readonly p99Ms: number;
   readonly p999Ms: number;
   readonly maxMs: number;
+  /** p99 from the actual send time (see fromSendLatenciesMs). */
+  readonly p99FromSendMs: number;
 }
 
 export function summarize(result: OpenLoopResult, connections: number): OpenLoopSummary {
-  const { latenciesMs, ...rest } = result;
+  const { latenciesMs, fromSendLatenciesMs, ...rest } = result;
   return {
     ...rest,
     connections,
@@ -142,6 +159,7 @@ export function summarize(result: OpenLoopResult, connections: number): OpenLoop
     p99Ms: percentile(latenciesMs, 99),
     p999Ms: percentile(latenciesMs, 99.9),
     maxMs: latenciesMs.at(-1) ?? Number.NaN,
+    p99FromSendMs: percentile(fromSendLatenciesMs, 99),
   };
 }
 

@@ -513,6 +513,7 @@ export async function run(args: readonly string[]): Promise<void> {
             summary.p90Ms,
             summary.p99Ms,
             summary.p999Ms,
+            summary.p99FromSendMs,
             summary.maxSendLagMs,
             summary.failed,
           ]);
@@ -546,6 +547,7 @@ export async function run(args: readonly string[]): Promise<void> {
             'p90 ms',
             'p99 ms',
             'p99.9 ms',
+            'p99 from send',
             'max lag ms',
             'failed',
           ],

@@ -87,6 +87,7 @@ void test('requests leave on the timetable and latency is the service time when 
   assert.equal(result.successes, 100);
   assert.equal(result.failed, 0);
   assert.deepEqual(result.latenciesMs, Array<number>(100).fill(2));
+  assert.deepEqual(result.fromSendLatenciesMs, Array<number>(100).fill(2));
   assert.equal(result.maxSendLagMs, 0);
   assert.equal(result.sentRatePerS, 1000);
   // 100 answers, the last at 101 ms: over max(duration, last answer) = 0.101 s.
@@ -129,6 +130,8 @@ void test('a late generator sends the missed requests at once; latency counts fr
     result.latenciesMs,
     [...late, ...onTime].sort((a, b) => a - b),
   );
+  // From the actual send, every answer took 1 ms: what a coordinated-omission client reports.
+  assert.deepEqual(result.fromSendLatenciesMs, Array<number>(40).fill(1));
   // It caught up: the rate over the send window still matches.
   assert.equal(result.sentRatePerS, 1000);
 });
@@ -147,6 +150,7 @@ void test('non-2xx, transport errors and unanswered requests are failures, kept 
   assert.equal(result.planned, 100);
   assert.equal(result.successes, 100 - 10 - 10 - 1);
   assert.equal(result.failed, 21);
+  assert.equal(result.unanswered, 1);
   assert.equal(result.latenciesMs.length, 79);
   assert.deepEqual(result.statuses, { '200': 69, '201': 10, '503': 10, error: 10 });
   assert.ok(result.latenciesMs.every((l) => l === 3));
