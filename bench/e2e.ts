@@ -40,7 +40,7 @@ function option(args: readonly string[], name: string, fallback: number): number
   return Number.isFinite(value) && value > 0 ? value : fallback;
 }
 
-/** Pids of this process's descendants whose command line runs the gateway; null off Linux. */
+/** Pids of this process's serving gateway processes (descendants); null off Linux. */
 function gatewayPids(): number[] | null {
   let entries: string[];
   try {
@@ -68,9 +68,13 @@ function gatewayPids(): number[] | null {
     }
     return false;
   };
-  return [...command.entries()]
+  const all = [...command.entries()]
     .filter(([pid, cmd]) => gatewayEntry.test(cmd) && descends(pid))
     .map(([pid]) => pid);
+  // With N > 1 the gateway entry is a node:cluster supervisor that serves nothing, and its
+  // children run the same entry: count those.
+  const members = all.filter((pid) => all.includes(parent.get(pid) ?? -1));
+  return members.length > 0 ? members : all;
 }
 
 /** With --pin: this process (and so its load generators) on CPU 0, gateways and worker on 1. */
