@@ -176,6 +176,15 @@ export function rateProblem(label: string, summary: OpenLoopSummary): string | n
   return `${label}: achieved ${Math.round(achieved)} req/s (sent ${Math.round(summary.sentRatePerS)}/s, answered 2xx ${Math.round(summary.successRatePerS)}/s) against a target of ${Math.round(summary.targetRatePerS)} req/s, short by more than ${Math.round((1 - minAchievedFraction) * 100)} %`;
 }
 
+/** The failed requests by kind ("503 ×12, error ×3, unanswered ×1"), or '' when none failed. */
+export function failedBreakdown(summary: OpenLoopSummary): string {
+  const parts = Object.entries(summary.statuses)
+    .filter(([status]) => !/^2\d\d$/.test(status))
+    .map(([status, n]) => `${status} ×${n}`);
+  if (summary.unanswered > 0) parts.push(`unanswered ×${summary.unanswered}`);
+  return parts.join(', ');
+}
+
 export interface OpenLoopTarget {
   readonly origin: string;
   readonly path: string;

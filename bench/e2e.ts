@@ -24,7 +24,12 @@ import { availableParallelism } from 'node:os';
 import { spawnSync } from 'node:child_process';
 
 import { closedLoop, type LoadTarget } from './_load.ts';
-import { openLoopInChild, rateProblem, type OpenLoopSummary } from './_open-loop.ts';
+import {
+  failedBreakdown,
+  openLoopInChild,
+  rateProblem,
+  type OpenLoopSummary,
+} from './_open-loop.ts';
 import { startBenchPlatform, type BenchPlatform } from './_platform.ts';
 import { failureProblem, goal, percentile, table } from './_report.ts';
 import { runWrk, wrkAvailable } from './_wrk.ts';
@@ -294,7 +299,11 @@ export async function run(args: readonly string[]): Promise<void> {
       if (short !== null) problems.push(short);
     }
     const failed = failureProblem(
-      runs.map(([label, s]) => ({ label, requests: s.successes + s.failed, errors: s.failed })),
+      runs.map(([label, s]) => ({
+        label: `${label} [${failedBreakdown(s)}]`,
+        requests: s.successes + s.failed,
+        errors: s.failed,
+      })),
     );
     if (failed !== null) problems.push(failed);
     for (const problem of problems) console.log(`short: ${problem}`);

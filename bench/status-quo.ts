@@ -37,7 +37,12 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 
 import { closedLoop, type LoadResult, type LoadTarget } from './_load.ts';
-import { openLoopInChild, rateProblem, type OpenLoopSummary } from './_open-loop.ts';
+import {
+  failedBreakdown,
+  openLoopInChild,
+  rateProblem,
+  type OpenLoopSummary,
+} from './_open-loop.ts';
 import { startBenchPlatform } from './_platform.ts';
 import { failureProblem, goal, percentile, table } from './_report.ts';
 import { runWrk, wrkAvailable, type WrkResult } from './_wrk.ts';
@@ -521,7 +526,7 @@ export async function run(args: readonly string[]): Promise<void> {
           if (short !== null) equalRateProblems.push(short);
           const failed = failureProblem([
             {
-              label: `${side} ${mix.label}`,
+              label: `${side} ${mix.label} [${failedBreakdown(summary)}]`,
               requests: summary.successes + summary.failed,
               errors: summary.failed,
             },

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import {
+  failedBreakdown,
   rateProblem,
   runOpenLoop,
   summarize,
@@ -154,6 +155,7 @@ void test('non-2xx, transport errors and unanswered requests are failures, kept 
   assert.equal(result.latenciesMs.length, 79);
   assert.deepEqual(result.statuses, { '200': 69, '201': 10, '503': 10, error: 10 });
   assert.ok(result.latenciesMs.every((l) => l === 3));
+  assert.equal(failedBreakdown(summarize(result, 4)), '503 ×10, error ×10, unanswered ×1');
 });
 
 void test('a server answering below the rate is reported short; one that keeps up is not', async () => {
