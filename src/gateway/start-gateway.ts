@@ -19,6 +19,7 @@ import { LoadCounter } from './load-counter.ts';
 import { LoadReporter } from './load-reporter.ts';
 import { buildRouteTable, endpointReadiness } from './route-table.ts';
 import type { RoutingSnapshot } from './routing-snapshot.ts';
+import { processShare } from './process-share.ts';
 import { persistSnapshot, readPersistedSnapshot } from './snapshot-file.ts';
 import { SnapshotWatcher } from './snapshot-watcher.ts';
 import { V2Routes, type GatewayState } from './v2-routes.ts';
@@ -136,6 +137,27 @@ export interface GatewayOptions {
    * is set). Absent or null: tracing off, nothing is loaded or recorded.
    */
   readonly tracing?: ProcessTracing | null;
+  /**
+   * This gateway is one of this many processes serving one port (`kiln up
+   * --gateway-processes N`): it keeps its share of the snapshot's per-gateway limits
+   * (process-share.ts). Default 1.
+   */
+  readonly processes?: number;
+  /** Which of them this one is, 0..processes-1 (a metric label). Default 0. */
+  readonly processIndex?: number;
+  /** Sent with each snapshot poll (drain acks are per gateway process). Default `<pid>/0`. */
+  readonly gatewayId?: string;
+  /**
+   * Given this process's own metrics, what GET /metrics answers instead of them: every
+   * gateway process's merged (cluster-member.ts).
+   */
+  readonly mergeMetrics?: (local: LocalMetrics) => () => Promise<string>;
+}
+
+/** One gateway process's metrics: prom-client JSON (to merge) and the Prometheus text. */
+export interface LocalMetrics {
+  json(): Promise<unknown[]>;
+  text(): Promise<string>;
 }
 
 export interface RunningGateway {
@@ -145,8 +167,9 @@ export interface RunningGateway {
   snapshotVersion(): number;
   /** Applies a snapshot if newer than the current one (and persists it); false if not. */
   setSnapshot(snapshot: RoutingSnapshot): boolean;
-  /** The Prometheus text of the gateway's metrics. */
+  /** The Prometheus text of the gateway's metrics (all processes', with renderMetrics). */
   metricsText(): Promise<string>;
+
   close(): Promise<void>;
 }
 
@@ -154,7 +177,17 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const log = createGatewayLog(options.logger ?? false);
   const upstreamTimeoutMs = options.upstreamTimeoutMs ?? 30_000;
   const clientTimeoutMs = options.clientTimeoutMs ?? 30_000;
-  const metrics = new GatewayMetrics();
+  const metrics = new GatewayMetrics(options.processIndex ?? 0);
+  if (options.mergeMetrics !== undefined) {
+    const registry = metrics.registry;
+    metrics.renderWith(
+      options.mergeMetrics({
+        json: () => registry.getMetricsAsJSON(),
+        text: () => registry.metrics(),
+      }),
+    );
+  }
+  const processes = options.processes ?? 1;
   // KILN_WORKER_CHANNEL=0 sends infer requests to workers as plain HTTP (to compare, or to
   // rule the channel out while debugging).
   const useChannels = options.workerChannels ?? process.env.KILN_WORKER_CHANNEL !== '0';
@@ -230,10 +263,12 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const apply = (snapshot: RoutingSnapshot, persist: boolean): boolean => {
     const current = state.table;
     if (current !== null && snapshot.version <= current.version) return false;
-    admission.sync(snapshot, performance.now());
+    // Limits "per gateway" are this process's share of them; errors still name the team's rate.
+    const shared = processShare(snapshot, processes);
+    admission.sync(shared, performance.now());
     const replicaStates = replicas.sync(snapshot);
     state.table = buildRouteTable(
-      snapshot,
+      { ...shared, teamLimits: snapshot.teamLimits },
       current,
       replicaStates,
       metrics,
@@ -298,6 +333,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       maxBackoffMs: options.pollMaxBackoffMs ?? 5_000,
       currentVersion: () => state.table?.version ?? null,
       apply: (snapshot) => apply(snapshot, true),
+      gatewayId: options.gatewayId ?? `${process.pid}/0`,
       onError: (error, retryInMs) =>
         log.warn({ error: error.message, retryInMs }, 'routing snapshot poll failed'),
     });
@@ -350,6 +386,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     snapshotVersion: () => state.table?.version ?? 0,
     setSnapshot: (snapshot) => apply(snapshot, true),
     metricsText: () => metrics.render(),
+
     close: () =>
       (closing ??= (async () => {
         await watcher?.stop();
