@@ -116,6 +116,7 @@ export async function superviseGateways(options: GatewaySupervisorOptions): Prom
   };
 
   const restartLater = (index: number, port: number, why: string): void => {
+    if (stopping) return;
     const up = upSinceMs[index];
     if (up !== null && up !== undefined && Date.now() - up >= backoffResetAfterMs)
       restarts[index] = 0;
@@ -125,9 +126,10 @@ export async function superviseGateways(options: GatewaySupervisorOptions): Prom
     process.stderr.write(`kiln gateway: ${why}; restarting it in ${delayMs} ms\n`);
     setTimeout(() => {
       if (stopping) return;
-      fork(index, port).catch((error: unknown) =>
-        restartLater(index, port, `gateway process ${index} failed to start: ${String(error)}`),
-      );
+      fork(index, port).catch((error: unknown) => {
+        if (!stopping)
+          restartLater(index, port, `gateway process ${index} failed to start: ${String(error)}`);
+      });
     }, delayMs).unref();
   };
 
