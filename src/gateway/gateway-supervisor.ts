@@ -124,13 +124,14 @@ export async function superviseGateways(options: GatewaySupervisorOptions): Prom
     restarts[index] = (restarts[index] ?? 0) + 1;
     const delayMs = Math.min(30_000, 125 * 2 ** Math.min(restarts[index] ?? 1, 8));
     process.stderr.write(`kiln gateway: ${why}; restarting it in ${delayMs} ms\n`);
+    // Not unref'd: with every process dead, this timer is what keeps the supervisor alive.
     setTimeout(() => {
       if (stopping) return;
       fork(index, port).catch((error: unknown) => {
         if (!stopping)
           restartLater(index, port, `gateway process ${index} failed to start: ${String(error)}`);
       });
-    }, delayMs).unref();
+    }, delayMs);
   };
 
   const stopAll = async (): Promise<void> => {
