@@ -3,7 +3,7 @@
 // channel instead of stdout, and its /metrics asks the supervisor for every process's
 // metrics merged, answering the supervisor's collection with its own registry.
 
-import type { LocalMetrics } from './start-gateway.ts';
+import type { AdmissionPeers, LocalMetrics } from './start-gateway.ts';
 
 /** Messages between the supervisor and its gateway processes. */
 export type ClusterMessage =
@@ -20,7 +20,11 @@ export type ClusterMessage =
     }
   /** The supervisor collects: answer with this process's registry as JSON. */
   | { readonly kiln: 'collect'; readonly id: number }
-  | { readonly kiln: 'collected'; readonly id: number; readonly metrics: unknown[] };
+  | { readonly kiln: 'collected'; readonly id: number; readonly metrics: unknown[] }
+  /** A process's admitted requests by endpoint (admission.ts shares each bound). */
+  | { readonly kiln: 'admitted'; readonly counts: readonly (readonly [string, number])[] }
+  /** To a process: the other processes' admitted requests by endpoint. */
+  | { readonly kiln: 'others'; readonly counts: readonly (readonly [string, number])[] };
 
 /** This process's place among the gateway processes, when the supervisor started it. */
 export interface ClusterPlace {
@@ -83,3 +87,12 @@ export function clusterMetrics(local: LocalMetrics): () => Promise<string> {
       tellSupervisor({ kiln: 'metrics', id });
     });
 }
+
+/** The other gateway processes' admitted requests, through the supervisor. */
+export const clusterAdmissionPeers: AdmissionPeers = {
+  publish: (admitted) => tellSupervisor({ kiln: 'admitted', counts: [...admitted] }),
+  subscribe: (onOthers) =>
+    process.on('message', (message: ClusterMessage) => {
+      if (message.kiln === 'others') onOthers(new Map(message.counts));
+    }),
+};

@@ -35,6 +35,8 @@ export interface GatewaySupervisorOptions {
 
 /** A process that served this long before it died starts its backoff over, ms. */
 const backoffResetAfterMs = 60_000;
+/** Between two sends of the others' admitted requests to each process, ms. */
+const admissionShareMs = 20;
 /** How long a merged /metrics waits for each process's part, ms (a silent one is left out). */
 const collectTimeoutMs = 2_000;
 
@@ -70,7 +72,33 @@ export async function superviseGateways(options: GatewaySupervisorOptions): Prom
     const found = parts.filter((part): part is unknown[] => part !== null);
     return AggregatorRegistry.aggregate(found).metrics();
   };
+  // Shared admission bounds (admission.ts): each process's admitted requests by endpoint,
+  // and, every few ms, to each process the sum of the others' (when it changed).
+  const admitted = new Map<number, ReadonlyMap<string, number>>();
+  const othersSent = new Map<number, string>();
+  const sendOthers = setInterval(() => {
+    for (const worker of workers) {
+      if (worker === null || !worker.isConnected()) continue;
+      const others = new Map<string, number>();
+      for (const [id, counts] of admitted) {
+        if (id === worker.id) continue;
+        for (const [endpoint, count] of counts)
+          others.set(endpoint, (others.get(endpoint) ?? 0) + count);
+      }
+      const counts = [...others];
+      const key = JSON.stringify(counts);
+      if (othersSent.get(worker.id) === key) continue;
+      othersSent.set(worker.id, key);
+      send(worker, { kiln: 'others', counts });
+    }
+  }, admissionShareMs);
+  sendOthers.unref();
+  cluster.on('exit', (worker: Worker) => {
+    admitted.delete(worker.id);
+    othersSent.delete(worker.id);
+  });
   cluster.on('message', (worker: Worker, message: ClusterMessage) => {
+    if (message.kiln === 'admitted') admitted.set(worker.id, new Map(message.counts));
     if (message.kiln === 'collected') pending.get(`${message.id}:${worker.id}`)?.(message.metrics);
     if (message.kiln === 'metrics') {
       merged().then(

@@ -18,7 +18,12 @@
 
 import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
-import { clusterMetrics, clusterPlace, tellSupervisor } from './cluster-member.ts';
+import {
+  clusterAdmissionPeers,
+  clusterMetrics,
+  clusterPlace,
+  tellSupervisor,
+} from './cluster-member.ts';
 import { superviseGateways } from './gateway-supervisor.ts';
 import {
   controlTokenFile,
@@ -97,6 +102,7 @@ async function serve(): Promise<void> {
             processIndex: place.index,
             gatewayId: place.gatewayId,
             mergeMetrics: clusterMetrics,
+            admissionPeers: clusterAdmissionPeers,
           }),
       controlToken: fileValue(controlTokenFile(stateDir), process.env.KILN_CONTROL_TOKEN ?? ''),
     });

@@ -4,8 +4,8 @@
 // own gates and buckets, so a limit kept whole in every process would let N times as much
 // through:
 //
-//   endpoint maxConcurrency         → max(1, ⌊bound / N⌋)  (the sum stays within the bound,
-//                                      so no admitted request is shed by a worker's full queue)
+//   endpoint maxConcurrency         → shared live, not here: admission.ts (a guaranteed
+//                                      ⌊bound / N⌋, plus what the other processes leave)
 //   team requestsPerSecond, burst   → rate / N, max(1, burst / N)
 //   drift maxRequestsPerSecond      → rate / N  (issue 15's ≤ 200 marked req/s per gateway)
 //   activation queueLimit           → max(1, ⌊limit / N⌋)
@@ -22,7 +22,6 @@ export function processShare(snapshot: RoutingSnapshot, processes: number): Rout
     ...snapshot,
     endpoints: snapshot.endpoints.map((endpoint) => ({
       ...endpoint,
-      maxConcurrency: whole(endpoint.maxConcurrency),
       ...(endpoint.activation === undefined
         ? {}
         : {

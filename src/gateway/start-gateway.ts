@@ -152,7 +152,23 @@ export interface GatewayOptions {
    * gateway process's merged (cluster-member.ts).
    */
   readonly mergeMetrics?: (local: LocalMetrics) => () => Promise<string>;
+  /**
+   * With `processes` > 1: how this process tells the supervisor what it admits, and hears
+   * what the others do, so they share each endpoint's bound (admission.ts; cluster-member.ts).
+   */
+  readonly admissionPeers?: AdmissionPeers;
 }
+
+/** The other gateway processes, as the admission bound's share sees them. */
+export interface AdmissionPeers {
+  /** This process's admitted requests by endpoint (sent when they change, every few ms). */
+  publish(admitted: ReadonlyMap<string, number>): void;
+  /** `onOthers` gets the other processes' admitted requests by endpoint as they change. */
+  subscribe(onOthers: (others: ReadonlyMap<string, number>) => void): void;
+}
+
+/** Between two counts of admitted requests sent to the supervisor, ms. */
+const admissionPublishMs = 20;
 
 /** One gateway process's metrics: prom-client JSON (to merge) and the Prometheus text. */
 export interface LocalMetrics {
@@ -192,7 +208,21 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   // rule the channel out while debugging).
   const useChannels = options.workerChannels ?? process.env.KILN_WORKER_CHANNEL !== '0';
   const replicas = new ReplicaSet({ upstreamTimeoutMs, useChannels });
-  const admission = new Admission();
+  const admission = new Admission(processes);
+  let publishAdmitted: NodeJS.Timeout | null = null;
+  const peers = options.admissionPeers;
+  if (peers !== undefined && processes > 1) {
+    peers.subscribe((others) => admission.setOthers(others));
+    let last = '';
+    publishAdmitted = setInterval(() => {
+      const admitted = admission.admitted();
+      const key = JSON.stringify([...admitted]);
+      if (key === last) return;
+      last = key;
+      peers.publish(admitted);
+    }, admissionPublishMs);
+    publishAdmitted.unref();
+  }
   metrics.watchGates(() => admission.allGates());
   const trafficCounter = new TrafficCounter();
   const shadows = new ShadowSender({
@@ -390,6 +420,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     close: () =>
       (closing ??= (async () => {
         await watcher?.stop();
+        if (publishAdmitted !== null) clearInterval(publishAdmitted);
         llmRouter.close();
         // Held requests would otherwise wait out their timeout: they fail now (retryable).
         activator.close();
