@@ -37,6 +37,12 @@ export interface GatewayProcessOptions {
   readonly clock?: Clock;
   /** The gateway exports traces to this OTLP/HTTP collector (`kiln up --otlp`). */
   readonly otlpUrl?: string;
+  /**
+   * Gateway processes on the one port (`kiln up --gateway-processes N`, issue 16; default 1).
+   * Over 1, the process spawned here supervises them (gateway-supervisor.ts): its pid, line
+   * and record stand for all of them.
+   */
+  readonly processes?: number;
 }
 
 export class GatewayProcess {
@@ -74,7 +80,7 @@ export class GatewayProcess {
   /**
    * Takes over the gateway an earlier platform on this home left running, if it still runs,
    * answers, and listens where this platform would have it (same host; the port asked, or
-   * any for 0); resolves with its URL. Otherwise stops it (if it runs) and resolves null:
+   * any for 0) with as many processes as asked; resolves with its URL. Otherwise stops it (if it runs) and resolves null:
    * start() one.
    */
   async adopt(): Promise<string | null> {
@@ -82,6 +88,7 @@ export class GatewayProcess {
     if (record === null || !isRunning(record.process)) return null;
     const placed =
       record.host === this.options.host &&
+      record.processes === (this.options.processes ?? 1) &&
       (this.options.port === 0 || Number(new URL(record.url).port) === this.options.port);
     if (placed && (await answers(record.url))) {
       this.adopted = record.process;
@@ -129,6 +136,8 @@ export class GatewayProcess {
             String(listenPort),
             '--state-dir',
             stateDir,
+            '--processes',
+            String(this.options.processes ?? 1),
             ...(detached ? ['--control-url-file', controlUrlFile] : ['--exit-with-parent']),
           ],
           {
@@ -246,4 +255,9 @@ async function answers(url: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** What `--gateway-processes` accepts: an integer 1..64. */
+export function isGatewayProcessCount(value: number): boolean {
+  return Number.isInteger(value) && value >= 1 && value <= 64;
 }

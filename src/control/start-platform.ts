@@ -27,7 +27,7 @@ import { ensurePlatformTokens } from './control-tokens.ts';
 import { LocalBackend } from './backends/local/local-backend.ts';
 import { registerDemoModels, deployDemoEndpoints } from './demo-models.ts';
 import { EndpointService } from './endpoints.ts';
-import { GatewayProcess } from './gateway-process.ts';
+import { GatewayProcess, isGatewayProcessCount } from './gateway-process.ts';
 import { lockHome } from './home-lock.ts';
 import { Reconciler } from './reconciler.ts';
 import { loadInventory } from './placement/load-inventory.ts';
@@ -41,6 +41,7 @@ import { CostService } from './observability/cost-service.ts';
 import { loadPrices } from './observability/load-prices.ts';
 import { otlpUrlProblem } from '../observability/tracing/otlp-url.ts';
 import { startDriftService } from './observability/drift/start-drift-service.ts';
+import { registerRoutingAckMetrics } from './routing-ack-metrics.ts';
 
 export interface PlatformOptions {
   readonly home: string;
@@ -61,6 +62,11 @@ export interface PlatformOptions {
   readonly gatewayHost?: string;
   /** Default 8000; 0 = any free port. */
   readonly gatewayPort?: number;
+  /**
+   * Gateway processes serving the gateway's one port (issue 16), an integer 1..64. Default 1
+   * here; `kiln up --gateway-processes` defaults to one per core.
+   */
+  readonly gatewayProcesses?: number;
   readonly maxUploadBytes?: number;
   /**
    * The gateway and workers outlive this process (`kiln up`): a platform killed outright
@@ -115,6 +121,9 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   const trafficOptions = trafficOptionsFromEnv(process.env);
   const otlpProblem = options.otlpUrl === undefined ? null : otlpUrlProblem(options.otlpUrl);
   if (otlpProblem !== null) throw new Error(`invalid otlpUrl ${options.otlpUrl}: ${otlpProblem}`);
+  const gatewayProcesses = options.gatewayProcesses ?? 1;
+  if (!isGatewayProcessCount(gatewayProcesses))
+    throw new Error(`invalid gatewayProcesses ${gatewayProcesses}: an integer 1..64`);
   await mkdir(home, { recursive: true });
   const placer = new Placer(await loadInventory(home, options.inventory));
   const prices = await loadPrices(home, options.prices);
@@ -181,6 +190,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   });
   // The control plane's Prometheus registry (GET /metrics): autoscaling and issue 15's parts.
   const metrics = new MetricsRegistry();
+  registerRoutingAckMetrics(metrics, reconciler.routing);
   // Cost (issue 15 E): replica time sampled every 15 s; workers' CPU for right-sizing hints.
   const costLoad = new WorkerLoadPoller({
     clock,
@@ -309,6 +319,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
         stateDir: join(home, 'gateway'),
         ...(detached ? { controlUrlFile } : {}),
         ...(options.otlpUrl === undefined ? {} : { otlpUrl: options.otlpUrl }),
+        processes: gatewayProcesses,
       });
       gatewayUrl = (await gateway.adopt()) ?? (await gateway.start());
     }

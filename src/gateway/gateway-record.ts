@@ -18,16 +18,23 @@ export interface GatewayRecord {
   readonly url: string;
   /** The address it was asked to listen on (`localhost`, say, where `url` has 127.0.0.1). */
   readonly host: string;
+  /** Gateway processes it runs on its port (`--gateway-processes`; 1 in older records). */
+  readonly processes: number;
 }
 
 /** Records this process as the gateway listening at `url` (best effort). */
-export function writeGatewayRecord(stateDir: string, url: string, host: string): void {
+export function writeGatewayRecord(
+  stateDir: string,
+  url: string,
+  host: string,
+  processes = 1,
+): void {
   const me = identifyProcess(process.pid);
   if (me === null) return;
   const path = join(stateDir, gatewayRecordFile);
   try {
     mkdirSync(stateDir, { recursive: true });
-    writeFileSync(`${path}.${process.pid}.tmp`, JSON.stringify({ ...me, url, host }));
+    writeFileSync(`${path}.${process.pid}.tmp`, JSON.stringify({ ...me, url, host, processes }));
     renameSync(`${path}.${process.pid}.tmp`, path);
   } catch {
     // a gateway nobody can find again still serves
@@ -49,9 +56,9 @@ export function readGatewayRecord(stateDir: string): GatewayRecord | null {
     return null;
   }
   const identity = parseProcessIdentity(value);
-  const { url, host } = value as { url?: unknown; host?: unknown };
+  const { url, host, processes } = value as { url?: unknown; host?: unknown; processes?: unknown };
   if (identity === null || typeof url !== 'string' || typeof host !== 'string') return null;
-  return { process: identity, url, host };
+  return { process: identity, url, host, processes: typeof processes === 'number' ? processes : 1 };
 }
 
 /**

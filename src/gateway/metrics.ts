@@ -68,8 +68,10 @@ export class GatewayMetrics {
   private shadowQueue: () => number = () => 0;
   /** Requests the activator holds, by endpoint, read at scrape time. */
   private activatorHeld: () => ReadonlyMap<string, number> = () => new Map();
+  private renderer: (() => Promise<string>) | null = null;
 
-  constructor() {
+  /** `process`: this gateway process's index among those on one port (0 when alone). */
+  constructor(processIndex = 0) {
     const registers = [this.registry];
     const gates = (): ReadonlyMap<string, GateView> => this.gates();
     const shadowQueue = (): number => this.shadowQueue();
@@ -127,10 +129,28 @@ export class GatewayMetrics {
         }
       },
     });
+    // Which gateway process served how much: summed at scrape time from the series above
+    // (nothing on the hot path); its `process` label keeps the processes apart when their
+    // metrics are merged (cluster-metrics.ts).
+    const requests = this.requests;
+    new Counter({
+      name: 'kiln_gateway_process_requests_total',
+      help: 'Inference requests answered, by gateway process (kiln up --gateway-processes N: 0..N-1).',
+      labelNames: ['process'],
+      registers,
+      async collect() {
+        let total = 0;
+        for (const value of (await requests.get()).values) total += value.value;
+        this.reset();
+        this.inc({ process: String(processIndex) }, total);
+      },
+    });
     this.snapshotVersion = new Gauge({
       name: 'kiln_gateway_snapshot_version',
-      help: 'Version of the routing snapshot the gateway serves from (0 = none yet).',
+      help: 'Version of the routing snapshot the gateway serves from (0 = none yet); with several gateway processes, the oldest any of them serves.',
       registers,
+      // Merged over gateway processes (cluster-metrics.ts): the laggard, not a sum.
+      aggregator: 'min',
     });
     this.llmTtft = new Histogram({
       name: 'kiln_gateway_llm_ttft_seconds',
@@ -278,8 +298,16 @@ export class GatewayMetrics {
     this.snapshotVersion.set(version);
   }
 
+  /**
+   * What GET /metrics answers: this registry, or, in one of several gateway processes on one
+   * port, all of theirs merged (renderWith; a scrape lands on any one of them).
+   */
   render(): Promise<string> {
-    return this.registry.metrics();
+    return this.renderer === null ? this.registry.metrics() : this.renderer();
+  }
+
+  renderWith(renderer: () => Promise<string>): void {
+    this.renderer = renderer;
   }
 }
 

@@ -1,6 +1,6 @@
 // Watches the control plane for routing snapshots by long polling:
 //
-//   GET {controlUrl}/api/v1/routing/snapshot?after=N&waitMs=W
+//   GET {controlUrl}/api/v1/routing/snapshot?after=N&waitMs=W&gateway=ID
 //     200 → a snapshot newer than N (applied if it is still newer than ours)
 //     204 → nothing newer within W ms; ask again at once
 //     error / other status → back off (exponential with jitter) and ask again
@@ -33,6 +33,11 @@ export interface SnapshotWatcherOptions {
   /** Applies a snapshot; returns false when it is not newer than the one served. */
   readonly apply: (snapshot: RoutingSnapshot) => boolean;
   readonly onError: (error: Error, retryInMs: number) => void;
+  /**
+   * This gateway process's stable id (`<supervisor pid>/<index>`), sent with each poll: the
+   * control plane waits for every gateway's acknowledgement before it stops a replica.
+   */
+  readonly gatewayId?: string;
 }
 
 type PollOutcome = 'applied' | 'unchanged' | 'stale';
@@ -81,10 +86,12 @@ export class SnapshotWatcher {
 
   private async pollOnce(): Promise<PollOutcome> {
     const current = this.options.currentVersion();
+    const { gatewayId } = this.options;
     const query =
-      current === null
+      (current === null
         ? `?waitMs=${this.options.waitMs}`
-        : `?after=${current}&waitMs=${this.options.waitMs}`;
+        : `?after=${current}&waitMs=${this.options.waitMs}`) +
+      (gatewayId === undefined ? '' : `&gateway=${encodeURIComponent(gatewayId)}`);
     const snapshotUrl = `${this.controlUrl().replace(/\/+$/, '')}/api/v1/routing/snapshot`;
     const response = await request(snapshotUrl + query, {
       dispatcher: this.agent,

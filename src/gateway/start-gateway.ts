@@ -19,6 +19,7 @@ import { LoadCounter } from './load-counter.ts';
 import { LoadReporter } from './load-reporter.ts';
 import { buildRouteTable, endpointReadiness } from './route-table.ts';
 import type { RoutingSnapshot } from './routing-snapshot.ts';
+import { processShare } from './process-share.ts';
 import { persistSnapshot, readPersistedSnapshot } from './snapshot-file.ts';
 import { SnapshotWatcher } from './snapshot-watcher.ts';
 import { V2Routes, type GatewayState } from './v2-routes.ts';
@@ -136,6 +137,43 @@ export interface GatewayOptions {
    * is set). Absent or null: tracing off, nothing is loaded or recorded.
    */
   readonly tracing?: ProcessTracing | null;
+  /**
+   * This gateway is one of this many processes serving one port (`kiln up
+   * --gateway-processes N`): it keeps its share of the snapshot's per-gateway limits
+   * (process-share.ts). Default 1.
+   */
+  readonly processes?: number;
+  /** Which of them this one is, 0..processes-1 (a metric label). Default 0. */
+  readonly processIndex?: number;
+  /** Sent with each snapshot poll (drain acks are per gateway process). Default `<pid>/0`. */
+  readonly gatewayId?: string;
+  /**
+   * Given this process's own metrics, what GET /metrics answers instead of them: every
+   * gateway process's merged (cluster-member.ts).
+   */
+  readonly mergeMetrics?: (local: LocalMetrics) => () => Promise<string>;
+  /**
+   * With `processes` > 1: how this process tells the supervisor what it admits, and hears
+   * what the others do, so they share each endpoint's bound (admission.ts; cluster-member.ts).
+   */
+  readonly admissionPeers?: AdmissionPeers;
+}
+
+/** The other gateway processes, as the admission bound's share sees them. */
+export interface AdmissionPeers {
+  /** This process's admitted requests by endpoint (sent when they change, every few ms). */
+  publish(admitted: ReadonlyMap<string, number>): void;
+  /** `onOthers` gets the other processes' admitted requests by endpoint as they change. */
+  subscribe(onOthers: (others: ReadonlyMap<string, number>) => void): void;
+}
+
+/** Between two counts of admitted requests sent to the supervisor, ms. */
+const admissionPublishMs = 20;
+
+/** One gateway process's metrics: prom-client JSON (to merge) and the Prometheus text. */
+export interface LocalMetrics {
+  json(): Promise<unknown[]>;
+  text(): Promise<string>;
 }
 
 export interface RunningGateway {
@@ -145,8 +183,9 @@ export interface RunningGateway {
   snapshotVersion(): number;
   /** Applies a snapshot if newer than the current one (and persists it); false if not. */
   setSnapshot(snapshot: RoutingSnapshot): boolean;
-  /** The Prometheus text of the gateway's metrics. */
+  /** The Prometheus text of the gateway's metrics (all processes', with renderMetrics). */
   metricsText(): Promise<string>;
+
   close(): Promise<void>;
 }
 
@@ -154,12 +193,36 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const log = createGatewayLog(options.logger ?? false);
   const upstreamTimeoutMs = options.upstreamTimeoutMs ?? 30_000;
   const clientTimeoutMs = options.clientTimeoutMs ?? 30_000;
-  const metrics = new GatewayMetrics();
+  const metrics = new GatewayMetrics(options.processIndex ?? 0);
+  if (options.mergeMetrics !== undefined) {
+    const registry = metrics.registry;
+    metrics.renderWith(
+      options.mergeMetrics({
+        json: () => registry.getMetricsAsJSON(),
+        text: () => registry.metrics(),
+      }),
+    );
+  }
+  const processes = options.processes ?? 1;
   // KILN_WORKER_CHANNEL=0 sends infer requests to workers as plain HTTP (to compare, or to
   // rule the channel out while debugging).
   const useChannels = options.workerChannels ?? process.env.KILN_WORKER_CHANNEL !== '0';
   const replicas = new ReplicaSet({ upstreamTimeoutMs, useChannels });
-  const admission = new Admission();
+  const admission = new Admission(processes);
+  let publishAdmitted: NodeJS.Timeout | null = null;
+  const peers = options.admissionPeers;
+  if (peers !== undefined && processes > 1) {
+    peers.subscribe((others) => admission.setOthers(others));
+    let last = '';
+    publishAdmitted = setInterval(() => {
+      const admitted = admission.admitted();
+      const key = JSON.stringify([...admitted]);
+      if (key === last) return;
+      last = key;
+      peers.publish(admitted);
+    }, admissionPublishMs);
+    publishAdmitted.unref();
+  }
   metrics.watchGates(() => admission.allGates());
   const trafficCounter = new TrafficCounter();
   const shadows = new ShadowSender({
@@ -230,10 +293,12 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const apply = (snapshot: RoutingSnapshot, persist: boolean): boolean => {
     const current = state.table;
     if (current !== null && snapshot.version <= current.version) return false;
-    admission.sync(snapshot, performance.now());
+    // Limits "per gateway" are this process's share of them; errors still name the team's rate.
+    const shared = processShare(snapshot, processes);
+    admission.sync(shared, performance.now());
     const replicaStates = replicas.sync(snapshot);
     state.table = buildRouteTable(
-      snapshot,
+      { ...shared, teamLimits: snapshot.teamLimits },
       current,
       replicaStates,
       metrics,
@@ -298,6 +363,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       maxBackoffMs: options.pollMaxBackoffMs ?? 5_000,
       currentVersion: () => state.table?.version ?? null,
       apply: (snapshot) => apply(snapshot, true),
+      gatewayId: options.gatewayId ?? `${process.pid}/0`,
       onError: (error, retryInMs) =>
         log.warn({ error: error.message, retryInMs }, 'routing snapshot poll failed'),
     });
@@ -350,9 +416,11 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     snapshotVersion: () => state.table?.version ?? 0,
     setSnapshot: (snapshot) => apply(snapshot, true),
     metricsText: () => metrics.render(),
+
     close: () =>
       (closing ??= (async () => {
         await watcher?.stop();
+        if (publishAdmitted !== null) clearInterval(publishAdmitted);
         llmRouter.close();
         // Held requests would otherwise wait out their timeout: they fail now (retryable).
         activator.close();

@@ -25,6 +25,8 @@ export async function testPlatform(
     inventory?: string;
     /** An OTLP/HTTP collector the gateway and workers export traces to (issue 15). */
     otlpUrl?: string;
+    /** Gateway processes on the gateway's port (issue 16). */
+    gatewayProcesses?: number;
   } = {},
 ): Promise<TestPlatform> {
   const home = await mkdtemp(join(tmpdir(), 'kiln-home-'));

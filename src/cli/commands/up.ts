@@ -8,7 +8,8 @@
 // this process if it is killed outright (the next `kiln up` adopts them, `kiln down` stops
 // them); SIGINT/SIGTERM stop them with it.
 
-import type { Command } from 'commander';
+import { availableParallelism } from 'node:os';
+import { InvalidArgumentError, type Command } from 'commander';
 import type { RunningPlatform } from '../../control/start-platform.ts';
 import { HomeInUseError } from '../../control/home-lock.ts';
 import { adminTokenPath } from '../../core/admin-token-file.ts';
@@ -30,6 +31,7 @@ interface UpOptions {
   readonly inventory?: string;
   readonly prices?: string;
   readonly otlp?: string;
+  readonly gatewayProcesses: number;
 }
 
 export function registerUpCommand(program: Command): void {
@@ -42,6 +44,12 @@ export function registerUpCommand(program: Command): void {
       'gateway (data plane) port to listen on (0 = any free port)',
       integerOption(0),
       8000,
+    )
+    .option(
+      '--gateway-processes <n>',
+      'gateway processes serving the gateway port, 1–64 (default: one per core)',
+      gatewayProcessCount,
+      availableParallelism(),
     )
     .option('--host <host>', 'address the API and the gateway listen on', '127.0.0.1')
     .option(
@@ -93,6 +101,7 @@ export function registerUpCommand(program: Command): void {
           port: options.port,
           gatewayHost: options.host,
           gatewayPort: options.gatewayPort,
+          gatewayProcesses: Math.min(64, options.gatewayProcesses),
           dev: options.dev === true,
           demo: options.dev === true && options.demo !== false,
           apiOnly: options.apiOnly === true,
@@ -119,6 +128,14 @@ export function registerUpCommand(program: Command): void {
       // The platform's handles are closed; if a stray one lingers, do not hang on it.
       setTimeout(() => process.exit(0), 2000).unref();
     });
+}
+
+/** `--gateway-processes`: an integer 1..64 (anything else: a usage error, exit 2). */
+function gatewayProcessCount(text: string): number {
+  const value = Number(text.trim());
+  if (!/^\d+$/.test(text.trim()) || value < 1 || value > 64)
+    throw new InvalidArgumentError(`expected a whole number from 1 to 64, got "${text}"`);
+  return value;
 }
 
 function maxUploadBytesFromEnv(): number | undefined {

@@ -100,6 +100,8 @@ const snapshotQuery = {
   properties: {
     after: { type: 'integer', minimum: 0 },
     waitMs: { type: 'integer', minimum: 0, maximum: 60_000, default: 25_000 },
+    // The polling gateway process (issue 16: drains wait for every one of them).
+    gateway: { type: 'string', maxLength: 128 },
   },
 } as const;
 
@@ -216,7 +218,7 @@ export function registerServingRoutes(
     },
   );
 
-  app.get<{ Querystring: { after?: number; waitMs: number } }>(
+  app.get<{ Querystring: { after?: number; waitMs: number; gateway?: string } }>(
     '/api/v1/routing/snapshot',
     { schema: { querystring: snapshotQuery }, config: { access: routingAccess } },
     async (request, reply) => {
@@ -226,6 +228,7 @@ export function registerServingRoutes(
         request.query.after ?? 0,
         request.query.waitMs,
         controller.signal,
+        request.query.gateway ?? '',
       );
       if (snapshot === null) return reply.code(204).send();
       return snapshot;
