@@ -23,10 +23,14 @@ export function distState(repoRoot = root) {
     return 'absent';
   }
   if (typeof sourcesReadAtMs !== 'number') return 'absent';
+  // An install of dist/ without src/ has nothing it could be older than.
+  const src = join(repoRoot, 'src');
+  if (statSync(src, { throwIfNoEntry: false }) === undefined) return 'fresh';
   for (const input of buildInputs) {
-    if (statSync(join(repoRoot, input)).mtimeMs > sourcesReadAtMs) return 'stale';
+    const info = statSync(join(repoRoot, input), { throwIfNoEntry: false });
+    if (info !== undefined && info.mtimeMs > sourcesReadAtMs) return 'stale';
   }
-  return anyNewer(join(repoRoot, 'src'), sourcesReadAtMs) ? 'stale' : 'fresh';
+  return anyNewer(src, sourcesReadAtMs) ? 'stale' : 'fresh';
 }
 
 function anyNewer(folder, thanMs) {
