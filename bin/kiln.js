@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// The `kiln` command. Runs the compiled CLI (dist/, `npm run build`; `npm ci` and `npm start`
-// build it) while dist/ holds the sources as they are now; otherwise the TypeScript sources
+// The `kiln` command. Runs the compiled CLI (dist/: `npm run build`; `npm start` builds it)
+// while dist/ holds the sources as they are now; otherwise the TypeScript sources
 // through tsx, so `npx kiln` works from a checkout without a build and someone editing src/
 // never runs stale code (a stale dist/ is said on stderr, then passed over).
 // KILN_FROM_SOURCE=1 runs the sources whatever dist/ holds: the test suite sets it, so the

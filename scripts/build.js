@@ -8,7 +8,7 @@
 // detached gateways and workers outlive `kiln up`, start new workers and import modules
 // lazily) never sees it half-written.
 //
-//   --if-stale   nothing to do when dist/ is fresh (npm start, npm ci)
+//   --if-stale   nothing to do when dist/ is fresh (npm start)
 //   --no-check   emit without type-checking (the same JavaScript, a third of the time; for a
 //                test that only needs dist/ to run: `npm run typecheck` checks the types)
 //   --optional   without TypeScript (an install without dev dependencies) say so and stop
