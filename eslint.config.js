@@ -4,7 +4,15 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['dist/**', 'node_modules/**', 'fixtures/**', '.kiln/**', 'coverage/**', '**/*.as.ts'],
+    ignores: [
+      'dist/**',
+      'dist.*/**',
+      'node_modules/**',
+      'fixtures/**',
+      '.kiln/**',
+      'coverage/**',
+      '**/*.as.ts',
+    ],
   },
   ...tseslint.configs.recommendedTypeChecked,
   {

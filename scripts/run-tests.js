@@ -25,6 +25,7 @@ const files = explicitFiles.length > 0 ? explicitFiles : collect(join(root, 'tes
 const result = spawnSync(
   process.execPath,
   ['--import', 'tsx', '--test', '--test-reporter=spec', ...flags, ...files],
-  { cwd: root, stdio: 'inherit' },
+  // bin/kiln.js runs the sources, not dist/ (which may be older or newer than what is tested).
+  { cwd: root, stdio: 'inherit', env: { ...process.env, KILN_FROM_SOURCE: '1' } },
 );
 process.exit(result.status ?? 1);

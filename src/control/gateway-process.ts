@@ -7,7 +7,6 @@
 // platform on the home adopts it (adopt(): the process its record names, still running,
 // healthy and where this platform wants it) instead of starting another.
 
-import { fileURLToPath } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,8 +16,10 @@ import { isRunning, stopProcess, type ProcessIdentity } from '../core/process-id
 import { readGatewayRecord } from '../gateway/gateway-record.ts';
 import { backoffResetAfterMs } from './replica-plan.ts';
 import { otlpUrlEnv } from '../observability/tracing/otlp-url.ts';
+import { moduleEntry } from '../core/module-entry.ts';
 
-const gatewayEntry = fileURLToPath(new URL('../gateway/main.ts', import.meta.url));
+// Compiled when this module is (dist/), else the source through tsx (module-entry.ts).
+const gatewayEntry = moduleEntry(import.meta.url, '../gateway/main');
 
 export interface GatewayProcessOptions {
   readonly controlUrl: string;
@@ -125,9 +126,8 @@ export class GatewayProcess {
         child = spawn(
           process.execPath,
           [
-            '--import',
-            'tsx',
-            gatewayEntry,
+            ...gatewayEntry.execArgv,
+            gatewayEntry.path,
             '--control-url',
             controlUrl,
             '--host',

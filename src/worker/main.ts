@@ -1,5 +1,6 @@
-// Entry point of a worker process: `node --import tsx src/worker/main.ts --spec FILE`, or
-// `… --standby` for a standby worker that reads which spec to serve from stdin (standby.ts).
+// Entry point of a worker process: `node dist/worker/main.js --spec FILE` (from the sources:
+// `node --import tsx src/worker/main.ts …`), or `… --standby` for a standby worker that reads
+// which spec to serve from stdin (standby.ts).
 // Speaks to its supervisor through JSON lines on stdout (see WorkerEvent) and exits 3 when
 // the model cannot be loaded, 0 after a drain on SIGTERM/SIGINT. It also records itself in
 // its folder (worker.json: pid, start mark, once listening its URL and socket, once ready

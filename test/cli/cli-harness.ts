@@ -63,6 +63,8 @@ export interface PlatformProcessOptions {
   readonly gateway?: boolean;
   /** More `kiln up` arguments, e.g. ['--dev']. */
   readonly args?: readonly string[];
+  /** The environment, in place of this process's (KILN_URL is emptied either way). */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 /**
@@ -85,7 +87,7 @@ export async function startPlatformProcess(
   ];
   const child: ChildProcess = spawn(process.execPath, [bin, ...args], {
     cwd: root,
-    env: { ...process.env, KILN_URL: '' },
+    env: { ...(options.env ?? process.env), KILN_URL: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

@@ -8,6 +8,7 @@
 //                      └► thread 1: requests 1, 3, 5, …  ─┴► events, request indices mapped back
 
 import { Worker } from 'node:worker_threads';
+import { moduleEntry, threadStart } from '../../core/module-entry.ts';
 import type { ModelOptions } from './create-model.ts';
 import type { GenerationEvent } from './generation.ts';
 import type {
@@ -18,11 +19,9 @@ import type {
   ThreadStats,
 } from './generation-thread.ts';
 
-const threadEntry = new URL('./generation-thread.ts', import.meta.url).href;
-// A worker thread does not inherit the process's TypeScript loader (`--import tsx`): the
-// thread registers tsx itself, then imports its entry.
-const threadBoot = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))})
-  .then((tsx) => { tsx.register(); return import(${JSON.stringify(threadEntry)}); })`;
+// The compiled thread module when this one is compiled, else the source with tsx registered
+// in the thread first (module-entry.ts).
+const thread = threadStart(moduleEntry(import.meta.url, './generation-thread'));
 
 interface Job {
   readonly thread: number;
@@ -54,8 +53,8 @@ export class ParallelEngine {
     const workers = Array.from(
       { length: threads },
       () =>
-        new Worker(threadBoot, {
-          eval: true,
+        new Worker(thread.script, {
+          eval: thread.eval,
           workerData: { folder, options } satisfies ThreadData,
         }),
     );

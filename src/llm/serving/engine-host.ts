@@ -22,6 +22,7 @@
 // key the old request's events find no one and are dropped.
 
 import { Worker } from 'node:worker_threads';
+import { moduleEntry, threadStart } from '../../core/module-entry.ts';
 import { checkEngineRequest } from './check-engine-request.ts';
 import type { ServingEngineSetup } from './create-serving-engine.ts';
 import type {
@@ -40,11 +41,9 @@ import type {
   EngineThreadMessage,
 } from './engine-thread.ts';
 
-const threadEntry = new URL('./engine-thread.ts', import.meta.url).href;
-// A worker thread does not inherit the process's TypeScript loader (`--import tsx`): the
-// thread registers tsx itself, then imports its entry.
-const threadBoot = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))})
-  .then((tsx) => { tsx.register(); return import(${JSON.stringify(threadEntry)}); })`;
+// The compiled thread module when this one is compiled, else the source with tsx registered
+// in the thread first (module-entry.ts).
+const thread = threadStart(moduleEntry(import.meta.url, './engine-thread'));
 
 /** First-block keys remembered for prefix affinity (oldest forgotten first). */
 const maxAffinityKeys = 4096;
@@ -134,8 +133,8 @@ export class EngineHost implements LlmEngine {
     const workers = Array.from(
       { length: count },
       () =>
-        new Worker(threadBoot, {
-          eval: true,
+        new Worker(thread.script, {
+          eval: thread.eval,
           workerData: {
             folder,
             options: setup satisfies ServingEngineSetup,

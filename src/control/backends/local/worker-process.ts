@@ -2,13 +2,14 @@
 // the tail of what it wrote on stderr, and its exit. Started either for a replica (`--spec`)
 // or as a standby (`--standby`, handed its spec later: standby-workers.ts).
 
-import { fileURLToPath } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { WorkerEvent } from '../../../worker/worker-spec.ts';
+import { moduleEntry } from '../../../core/module-entry.ts';
 
-const workerEntry = fileURLToPath(new URL('../../../worker/main.ts', import.meta.url));
+// Compiled when this module is (dist/), else the source through tsx (module-entry.ts).
+const workerEntry = moduleEntry(import.meta.url, '../../../worker/main');
 
 export interface WorkerProcessOptions {
   /** Arguments after the entry: `['--spec', FILE]` or `['--standby']`. */
@@ -40,7 +41,8 @@ export class WorkerProcess {
     this.logPath = options.logPath;
     const logFd = options.detached ? openSync(options.logPath, 'a') : null;
     try {
-      this.child = spawn(process.execPath, ['--import', 'tsx', workerEntry, ...options.args], {
+      const argv = [...workerEntry.execArgv, workerEntry.path, ...options.args];
+      this.child = spawn(process.execPath, argv, {
         detached: options.detached,
         stdio: [options.stdinPipe ? 'pipe' : 'ignore', 'pipe', logFd ?? 'pipe'],
         env: options.env,
