@@ -22,6 +22,7 @@ import {
 } from './gateway-record.ts';
 import { startGateway } from './start-gateway.ts';
 import { tracingFromEnv } from '../observability/tracing/start-tracing.ts';
+import { startProcessDiagnostics } from '../observability/process-diagnostics.ts';
 
 function fail(message: string): never {
   process.stderr.write(`kiln gateway: ${message}\n`);
@@ -54,6 +55,8 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`bad --port ${valu
 process.stdout.on('error', () => undefined);
 process.stderr.on('error', () => undefined);
 
+// KILN_DIAGNOSTICS_DIR set (bench tail): event-loop delay, GC pauses and CPU, once a second.
+startProcessDiagnostics('gateway');
 // Tracing is on when `kiln up --otlp URL` (or the environment) names a collector.
 const tracing = await tracingFromEnv('kiln-gateway', { 'service.instance.id': `${process.pid}` });
 let gateway: Awaited<ReturnType<typeof startGateway>>;

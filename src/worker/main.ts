@@ -15,6 +15,7 @@ import { readWorkerSpec, workerRecordFile, type WorkerEvent } from './worker-spe
 import { startWorker } from './start-worker.ts';
 import { startPoolWorker } from './pool/start-pool-worker.ts';
 import { tracingFromEnv } from '../observability/tracing/start-tracing.ts';
+import { startProcessDiagnostics } from '../observability/process-diagnostics.ts';
 
 // The supervisor gone (even by kill -9, when the worker outlives it), writes to our pipes
 // fail with EPIPE: never a crash of a worker that is serving, draining or cleaning up.
@@ -103,6 +104,8 @@ record({});
 
 // A pool worker (issue 14) serves the models the control plane assigns it, loaded on demand.
 const pool = spec.pool ?? null;
+// KILN_DIAGNOSTICS_DIR set (bench tail): event-loop delay, GC pauses and CPU, once a second.
+startProcessDiagnostics('worker');
 // Tracing is on when `kiln up --otlp URL` named a collector (KILN_OTLP_URL).
 const tracing = await tracingFromEnv('kiln-worker', {
   'service.instance.id': spec.replicaId,
