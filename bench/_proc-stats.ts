@@ -14,6 +14,8 @@ export interface ProcSample {
   readonly voluntarySwitches: number;
   readonly involuntarySwitches: number;
   readonly threads: number;
+  /** CPU of the threads other than the main one (V8's GC and compiler helpers, libuv's pool), ms. */
+  readonly helperCpuMs: number;
 }
 
 const ticksPerSecond = 100; // USER_HZ on every Linux this runs on
@@ -41,7 +43,15 @@ export function sampleProc(pid: number): ProcSample | null {
   let runQueueNs = 0;
   let voluntary = 0;
   let involuntary = 0;
+  let helperCpuMs = 0;
   for (const tid of tids) {
+    if (tid !== String(pid)) {
+      const taskStat = read(`/proc/${pid}/task/${tid}/stat`);
+      if (taskStat !== null) {
+        const f = taskStat.slice(taskStat.lastIndexOf(')') + 2).split(' ');
+        helperCpuMs += ((Number(f[11]) + Number(f[12])) * 1000) / ticksPerSecond;
+      }
+    }
     const schedstat = read(`/proc/${pid}/task/${tid}/schedstat`);
     if (schedstat !== null) runQueueNs += Number(schedstat.split(' ')[1] ?? 0);
     const status = read(`/proc/${pid}/task/${tid}/status`) ?? '';
@@ -55,6 +65,7 @@ export function sampleProc(pid: number): ProcSample | null {
     voluntarySwitches: voluntary,
     involuntarySwitches: involuntary,
     threads: tids.length,
+    helperCpuMs,
   };
 }
 
@@ -65,6 +76,8 @@ export interface ProcRates {
   readonly voluntaryPerS: number;
   readonly involuntaryPerS: number;
   readonly threads: number;
+  /** Of cpuCores, what threads other than the main one used. */
+  readonly helperCores: number;
 }
 
 export function procDelta(a: ProcSample | null, b: ProcSample | null): ProcRates | null {
@@ -77,6 +90,7 @@ export function procDelta(a: ProcSample | null, b: ProcSample | null): ProcRates
     voluntaryPerS: (b.voluntarySwitches - a.voluntarySwitches) / s,
     involuntaryPerS: (b.involuntarySwitches - a.involuntarySwitches) / s,
     threads: b.threads,
+    helperCores: (b.helperCpuMs - a.helperCpuMs) / 1000 / s,
   };
 }
 

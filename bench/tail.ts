@@ -17,6 +17,9 @@
 //   base       the platform as it ships
 //   semi16/semi64  gateway and workers with --max-semi-space-size=16 / 64 (MB; V8's default
 //              young generation is a few MB, so minor GCs come often under load)
+//   serialgc   KILN_V8_FLAGS=--no-parallel-scavenge: a minor GC on the main thread alone, not
+//              waiting for helper threads that must first get a CPU
+//   pool1      NODE_OPTIONS=--v8-pool-size=1: one V8 helper thread instead of four
 // Needs Linux (/proc) and wrk; without wrk it says so and stops.
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -48,6 +51,8 @@ const variantEnv: Record<string, Record<string, string>> = {
   base: {},
   semi16: { NODE_OPTIONS: '--max-semi-space-size=16' },
   semi64: { NODE_OPTIONS: '--max-semi-space-size=64' },
+  serialgc: { KILN_V8_FLAGS: '--no-parallel-scavenge' },
+  pool1: { NODE_OPTIONS: '--v8-pool-size=1' },
 };
 
 function option(args: readonly string[], name: string, fallback: number): number {
@@ -166,6 +171,7 @@ async function runWindow(
             voluntaryPerS: x.voluntaryPerS + y.voluntaryPerS,
             involuntaryPerS: x.involuntaryPerS + y.involuntaryPerS,
             threads: x.threads + y.threads,
+            helperCores: x.helperCores + y.helperCores,
           })),
     );
   }
@@ -209,6 +215,8 @@ interface LoopAndGc {
   readonly gcMaxMs: number;
   readonly majorCount: number;
   readonly cpuCores: number;
+  /** The young generation's largest size in the window, MB. */
+  readonly newSpaceMb: number;
 }
 
 /** Over the seconds wholly inside [fromMs, toMs]: the worst second's p99, GC sums. */
@@ -238,6 +246,7 @@ function summarize(
     gcMaxMs: gcMax,
     majorCount: major,
     cpuCores: inside.reduce((t, s) => t + s.cpuUserMs + s.cpuSystemMs, 0) / 1000 / inside.length,
+    newSpaceMb: Math.max(...inside.map((s) => (s.newSpaceBytes ?? 0) / 2 ** 20)),
   };
 }
 
@@ -253,7 +262,7 @@ interface Side {
   close(): Promise<void>;
 }
 
-async function kilnSide(variant: string): Promise<Side> {
+async function kilnSide(variant: string, name: string): Promise<Side> {
   const env = variantEnv[variant];
   if (env === undefined)
     throw new Error(`unknown variant ${variant} (${Object.keys(variantEnv).join(', ')})`);
@@ -284,7 +293,7 @@ async function kilnSide(variant: string): Promise<Side> {
     ]);
   };
   return {
-    name: `kiln ${variant}`,
+    name,
     url: bench.gatewayUrl,
     pids,
     diagnosticsDir: dir,
@@ -392,7 +401,12 @@ export async function run(args: readonly string[]): Promise<void> {
   const sides: Side[] = [];
   const scratch = mkdtempSync(join(tmpdir(), 'kiln-tail-'));
   try {
-    for (const variant of variants) sides.push(await kilnSide(variant));
+    // A variant named twice runs on two platforms (an A/A pair shows the noise between them).
+    for (const [i, variant] of variants.entries()) {
+      const twice = variants.filter((v) => v === variant).length > 1;
+      const nth = variants.slice(0, i).filter((v) => v === variant).length + 1;
+      sides.push(await kilnSide(variant, `kiln ${variant}${twice ? `#${nth}` : ''}`));
+    }
     if (!args.includes('--no-flask')) {
       const modelPath = join(root, 'fixtures/trees/bench-fraud.ubj');
       const flask = await flaskSide(modelPath);
@@ -454,7 +468,7 @@ export async function run(args: readonly string[]): Promise<void> {
     const f = (n: number | undefined, digits = 2): string =>
       n === undefined || !Number.isFinite(n) ? '-' : n.toFixed(digits);
     console.log(
-      '\nper run: latency and the scheduler view (cores = CPU used; rq = run-queue wait ms/s; inv = involuntary switches/s)',
+      '\nper run: latency and the scheduler view (cores = CPU used; helpers = of which threads other than the main one; rq = run-queue wait ms/s; vol/inv = voluntary/involuntary switches/s)',
     );
     const labels = ['gateway', 'worker', 'gunicorn workers', 'wrk', 'bench'];
     console.log(
@@ -467,7 +481,13 @@ export async function run(args: readonly string[]): Promise<void> {
           'p99',
           'p99/p50',
           'machine cores',
-          ...labels.flatMap((l) => [`${l} cores`, `${l} rq`, `${l} inv`]),
+          ...labels.flatMap((l) => [
+            `${l} cores`,
+            `${l} helpers`,
+            `${l} rq`,
+            `${l} vol`,
+            `${l} inv`,
+          ]),
         ],
         rows.map((r) => [
           r.side,
@@ -480,8 +500,14 @@ export async function run(args: readonly string[]): Promise<void> {
           ...labels.flatMap((l) => {
             const p = r.window.procs.get(l);
             return p === undefined || p === null
-              ? ['-', '-', '-']
-              : [f(p.cpuCores), f(p.runQueueMsPerS, 0), f(p.involuntaryPerS, 0)];
+              ? ['-', '-', '-', '-', '-']
+              : [
+                  f(p.cpuCores),
+                  f(p.helperCores),
+                  f(p.runQueueMsPerS, 0),
+                  f(p.voluntaryPerS, 0),
+                  f(p.involuntaryPerS, 0),
+                ];
           }),
         ]),
       ),
@@ -501,12 +527,14 @@ export async function run(args: readonly string[]): Promise<void> {
           'gw gc ms/s',
           'gw gc max',
           'gw major',
+          'gw young MB',
           'wk loop p99',
           'wk loop max',
           'wk gc/s',
           'wk gc ms/s',
           'wk gc max',
           'wk major',
+          'wk young MB',
         ],
         rows
           .filter((r) => r.diag.size > 0)
@@ -515,7 +543,7 @@ export async function run(args: readonly string[]): Promise<void> {
             const w = r.diag.get('worker') ?? null;
             const cols = (d: LoopAndGc | null): string[] =>
               d === null
-                ? ['-', '-', '-', '-', '-', '-']
+                ? ['-', '-', '-', '-', '-', '-', '-']
                 : [
                     f(d.loopP99Ms),
                     f(d.loopMaxMs),
@@ -523,6 +551,7 @@ export async function run(args: readonly string[]): Promise<void> {
                     f(d.gcMsPerS),
                     f(d.gcMaxMs),
                     String(d.majorCount),
+                    f(d.newSpaceMb, 1),
                   ];
             return [r.side, String(r.round), r.window.wrk.p99Ms, ...cols(g), ...cols(w)];
           }),

@@ -23,6 +23,7 @@ import {
 import { startGateway } from './start-gateway.ts';
 import { tracingFromEnv } from '../observability/tracing/start-tracing.ts';
 import { startProcessDiagnostics } from '../observability/process-diagnostics.ts';
+import { applyV8FlagsFromEnv } from '../observability/v8-flags-from-env.ts';
 
 function fail(message: string): never {
   process.stderr.write(`kiln gateway: ${message}\n`);
@@ -57,6 +58,7 @@ process.stderr.on('error', () => undefined);
 
 // KILN_DIAGNOSTICS_DIR set (bench tail): event-loop delay, GC pauses and CPU, once a second.
 startProcessDiagnostics('gateway');
+applyV8FlagsFromEnv();
 // Tracing is on when `kiln up --otlp URL` (or the environment) names a collector.
 const tracing = await tracingFromEnv('kiln-gateway', { 'service.instance.id': `${process.pid}` });
 let gateway: Awaited<ReturnType<typeof startGateway>>;

@@ -11,6 +11,7 @@
 
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { getHeapSpaceStatistics } from 'node:v8';
 import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 
 export const diagnosticsDirEnv = 'KILN_DIAGNOSTICS_DIR';
@@ -33,6 +34,8 @@ export interface DiagnosticsSecond {
   readonly cpuSystemMs: number;
   /** Heap in use at the end of the second. */
   readonly heapUsedBytes: number;
+  /** The young generation's size then (V8 grows it, up to --max-semi-space-size, under load). */
+  readonly newSpaceBytes: number;
 }
 
 /** The first line of a process's file. */
@@ -101,6 +104,8 @@ export function startProcessDiagnostics(
       cpuUserMs: used.user / 1000,
       cpuSystemMs: used.system / 1000,
       heapUsedBytes: process.memoryUsage().heapUsed,
+      newSpaceBytes:
+        getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_size ?? 0,
     };
     loop.reset();
     gc = {};
