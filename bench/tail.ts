@@ -15,11 +15,14 @@
 //
 // Variants (one platform each, started side by side; --variants picks and orders them):
 //   base       the platform as it ships
-//   semi16/semi64  gateway and workers with --max-semi-space-size=16 / 64 (MB; V8's default
-//              young generation is a few MB, so minor GCs come often under load)
+//   semi4/16/64  gateway and workers with --max-semi-space-size=4 / 16 / 64 (MB; V8 grows
+//              the young generation under a high allocation rate: the gateway's reaches 16)
 //   serialgc   KILN_V8_FLAGS=--no-parallel-scavenge: a minor GC on the main thread alone, not
 //              waiting for helper threads that must first get a CPU
 //   pool1      NODE_OPTIONS=--v8-pool-size=1: one V8 helper thread instead of four
+//   cpuprof    base, with a CPU profile of the gateway and worker written at exit (the folder
+//              is printed; Node 20 refuses --cpu-prof in NODE_OPTIONS, so the in-process
+//              inspector records it: KILN_DIAGNOSTICS_CPU_PROFILE=1)
 // Needs Linux (/proc) and wrk; without wrk it says so and stops.
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -49,10 +52,14 @@ const inferPath = '/v2/models/bench/infer';
 
 const variantEnv: Record<string, Record<string, string>> = {
   base: {},
+  semi4: { NODE_OPTIONS: '--max-semi-space-size=4' },
   semi16: { NODE_OPTIONS: '--max-semi-space-size=16' },
   semi64: { NODE_OPTIONS: '--max-semi-space-size=64' },
   serialgc: { KILN_V8_FLAGS: '--no-parallel-scavenge' },
   pool1: { NODE_OPTIONS: '--v8-pool-size=1' },
+  // CPU profiles of the gateway and worker, written when they exit, left in the folder
+  // printed at the end (process-diagnostics.ts).
+  cpuprof: { KILN_DIAGNOSTICS_CPU_PROFILE: '1' },
 };
 
 function option(args: readonly string[], name: string, fallback: number): number {
@@ -299,7 +306,9 @@ async function kilnSide(variant: string, name: string): Promise<Side> {
     diagnosticsDir: dir,
     close: async () => {
       await bench.close();
-      rmSync(dir, { recursive: true, force: true });
+      // Profiles (the cpuprof variant) are kept for reading; the rest goes.
+      if (env.KILN_DIAGNOSTICS_CPU_PROFILE === '1') console.log(`cpu profiles: ${dir}`);
+      else rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -9,12 +9,15 @@
 //
 // Unset (the default), nothing here runs: no histogram, no observer, no timer.
 
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import { join } from 'node:path';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 
 export const diagnosticsDirEnv = 'KILN_DIAGNOSTICS_DIR';
+/** Set to 1 (with the folder): a CPU profile of the process's whole life, written at exit. */
+export const diagnosticsCpuProfileEnv = 'KILN_DIAGNOSTICS_CPU_PROFILE';
 
 /** One second of one process. Times in ms unless the name says otherwise. */
 export interface DiagnosticsSecond {
@@ -111,6 +114,8 @@ export function startProcessDiagnostics(
     gc = {};
     write(second);
   };
+  if (env[diagnosticsCpuProfileEnv] === '1')
+    profileUntilExit(join(dir, `${role}-${process.pid}.cpuprofile`));
   const timer = setInterval(tick, 1000);
   timer.unref();
   return () => {
@@ -118,4 +123,21 @@ export function startProcessDiagnostics(
     observer.disconnect();
     loop.disable();
   };
+}
+
+/**
+ * Node 20 refuses --cpu-prof in NODE_OPTIONS: the in-process inspector records instead, and
+ * the profile is taken at 'exit' (an in-process session answers synchronously, as an exit
+ * handler needs). Opened in Chrome DevTools or summed by function.
+ */
+function profileUntilExit(file: string): void {
+  const session = new Session();
+  session.connect();
+  session.post('Profiler.enable');
+  session.post('Profiler.start');
+  process.once('exit', () => {
+    session.post('Profiler.stop', (error, result) => {
+      if (error === null) writeFileSync(file, JSON.stringify(result.profile));
+    });
+  });
 }
