@@ -4,7 +4,7 @@
 // the event loop leave in one write: every request read in that pass's poll phase, flushed
 // by setImmediate once the phase ends (issue 16: flushed after each I/O callback, with
 // nextTick, the channel took one write — and the worker one wake-up — per request at
-// saturation; batched, the gateway spends ~17% and the worker ~23% less CPU per request,
+// saturation; batched, the gateway spends ~15% and the worker ~13% less CPU per request,
 // docs/benchmarks.md "Tail at saturation"). A worker on this host also offers its routes on
 // a Unix socket (ReplicaRoute.socketPath): the channel goes there, at less than half the CPU
 // a loopback TCP connection costs per write on either side, and falls back to TCP for good
