@@ -1,5 +1,6 @@
-// The opt-in process diagnostics (issue 16, bench tail): with KILN_DIAGNOSTICS_DIR, one header line and then one line per second with the event-loop delay, GC pauses by
-// kind, CPU and the young generation's size. And the /proc sampler the bench reads beside it.
+// The opt-in process diagnostics (issue 16, bench tail): with KILN_DIAGNOSTICS_DIR, one
+// header line and then one line per second with the event-loop delay, GC pauses by kind, CPU
+// and the young generation's size. And the /proc sampler the bench reads beside it.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
