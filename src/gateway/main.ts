@@ -33,6 +33,8 @@ import {
 } from './gateway-record.ts';
 import { startGateway } from './start-gateway.ts';
 import { tracingFromEnv } from '../observability/tracing/start-tracing.ts';
+import { startProcessDiagnostics } from '../observability/process-diagnostics.ts';
+import { applyV8FlagsFromEnv } from '../observability/v8-flags-from-env.ts';
 
 function fail(message: string): never {
   process.stderr.write(`kiln gateway: ${message}\n`);
@@ -84,6 +86,9 @@ if (cluster.isPrimary && processes > 1) {
 /** Runs one gateway: alone, or as one of the supervisor's processes (`place`). */
 async function serve(): Promise<void> {
   const place = clusterPlace(process.env);
+  // KILN_DIAGNOSTICS_DIR set (bench tail): event-loop delay, GC pauses and CPU, once a second.
+  startProcessDiagnostics('gateway');
+  applyV8FlagsFromEnv();
   // Tracing is on when `kiln up --otlp URL` (or the environment) names a collector.
   const tracing = await tracingFromEnv('kiln-gateway', { 'service.instance.id': `${process.pid}` });
   let gateway: Awaited<ReturnType<typeof startGateway>>;

@@ -16,6 +16,8 @@ import { readWorkerSpec, workerRecordFile, type WorkerEvent } from './worker-spe
 import { startWorker } from './start-worker.ts';
 import { startPoolWorker } from './pool/start-pool-worker.ts';
 import { tracingFromEnv } from '../observability/tracing/start-tracing.ts';
+import { startProcessDiagnostics } from '../observability/process-diagnostics.ts';
+import { applyV8FlagsFromEnv } from '../observability/v8-flags-from-env.ts';
 
 // The supervisor gone (even by kill -9, when the worker outlives it), writes to our pipes
 // fail with EPIPE: never a crash of a worker that is serving, draining or cleaning up.
@@ -104,6 +106,9 @@ record({});
 
 // A pool worker (issue 14) serves the models the control plane assigns it, loaded on demand.
 const pool = spec.pool ?? null;
+// KILN_DIAGNOSTICS_DIR set (bench tail): event-loop delay, GC pauses and CPU, once a second.
+startProcessDiagnostics('worker');
+applyV8FlagsFromEnv();
 // Tracing is on when `kiln up --otlp URL` named a collector (KILN_OTLP_URL).
 const tracing = await tracingFromEnv('kiln-worker', {
   'service.instance.id': spec.replicaId,
