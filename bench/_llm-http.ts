@@ -3,13 +3,14 @@
 // completions through the gateway (`stream: true`, SSE), timing the first chunk that
 // carries a token.
 
+import { platformStarter } from './_compiled.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { Pool } from 'undici';
 
-import { startPlatform, type RunningPlatform } from '../src/control/start-platform.ts';
+import { type RunningPlatform } from '../src/control/start-platform.ts';
 import type { LlmServingConfig } from '../src/llm/serving/llm-serving-config.ts';
 import { call, readArtifact, register } from '../test/helpers/platform.ts';
 import type { Sender } from './_llm-drive.ts';
@@ -46,7 +47,9 @@ export async function startLlmPlatform(options: {
     await rm(home, { recursive: true, force: true });
   };
   try {
-    platform = await startPlatform({
+    platform = await (
+      await platformStarter()
+    )({
       home,
       host: '127.0.0.1',
       port: 0,

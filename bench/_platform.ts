@@ -2,16 +2,13 @@
 // (fixtures/trees/bench-fraud.ubj) registered as `bench`, deployed on the endpoint `bench`,
 // and waited for until a replica is ready and the gateway routes to it.
 
+import { platformStarter } from './_compiled.ts';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import {
-  startPlatform,
-  type PlatformOptions,
-  type RunningPlatform,
-} from '../src/control/start-platform.ts';
+import type { PlatformOptions, RunningPlatform } from '../src/control/start-platform.ts';
 import { call, readArtifact, register } from '../test/helpers/platform.ts';
 
 const root = new URL('../', import.meta.url).pathname;
@@ -41,7 +38,9 @@ export interface BenchPlatformOptions {
 /** Starts the platform and deploys the bench model; on any failure closes what it started. */
 export async function startBenchPlatform(options: BenchPlatformOptions): Promise<BenchPlatform> {
   const home = await mkdtemp(join(tmpdir(), options.tempPrefix));
-  const platform = await startPlatform({
+  const platform = await (
+    await platformStarter()
+  )({
     home,
     host: '127.0.0.1',
     port: 0,

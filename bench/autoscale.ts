@@ -13,13 +13,14 @@
 //
 // Every figure is measured in this run; the GOAL lines come last.
 
+import { platformStarter } from './_compiled.ts';
 import { readFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { Agent, request } from 'undici';
 
-import { startPlatform, type RunningPlatform } from '../src/control/start-platform.ts';
+import { type RunningPlatform } from '../src/control/start-platform.ts';
 import { simulate, type SimulatedPolicy } from '../src/simulator/simulate.ts';
 import { parseTrace, type Trace } from '../src/simulator/trace.ts';
 import { policyFromFile } from '../src/simulator/policy-file.ts';
@@ -168,7 +169,9 @@ interface Bench {
 
 async function realWorkers(quick: boolean): Promise<RealFigures> {
   const home = await mkdtemp(join(tmpdir(), 'kiln-bench-autoscale-'));
-  const platform = await startPlatform({
+  const platform = await (
+    await platformStarter()
+  )({
     home,
     host: '127.0.0.1',
     port: 0,

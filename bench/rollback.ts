@@ -8,10 +8,10 @@
 // next round goes back. Beside it, the same switch by the API call alone (no CLI process),
 // and the CLI's bare start (`kiln --version`), so the total splits into its parts.
 
+import { platformStarter } from './_compiled.ts';
 import { spawn } from 'node:child_process';
 import { Agent, request } from 'undici';
 import { goal, percentile, table } from './_report.ts';
-import { startPlatform } from '../src/control/start-platform.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -89,7 +89,9 @@ async function waitUntilOnly(probe: Probe, version: number): Promise<void> {
 export async function run(args: readonly string[] = []): Promise<void> {
   const rounds = Number(args[0] ?? 20);
   const home = await mkdtemp(join(tmpdir(), 'kiln-bench-rollback-'));
-  const platform = await startPlatform({
+  const platform = await (
+    await platformStarter()
+  )({
     home,
     host: '127.0.0.1',
     port: 0,
