@@ -21,11 +21,12 @@
 // Only decode steps are timed: from each side's first generated token to its last, greedy,
 // no stop. Our engine decodes one stream on one thread (a stream cannot be split across
 // threads), and N streams on one thread and on two (a model replica each:
-// parallel-engine.ts). llama.cpp gets as many threads as the machine has cores for both.
+// parallel-engine.ts). llama.cpp runs on one thread and on as many as the machine has cores.
 //
-// Goals (the smaller of the two models' ratios is each goal's value):
+// Goals (the smaller of the two models' ratios is each goal's value; each side at its best
+// thread count, because on a shared machine either side's 2-thread figure can collapse):
 //   llm-engine.single_stream_vs_llamacpp  ≥ 1.0   our 1 stream ÷ llama-bench's
-//   llm-engine.batch16_vs_llamacpp        ≥ 1.5   our 16 streams on two threads ÷ llama-batched-bench's
+//   llm-engine.batch16_vs_llamacpp        ≥ 1.5   our 16 streams ÷ llama-batched-bench's
 //   llm-engine.single_stream_vs_pytorch   ≥ 1.0   on the fixture, as before
 // batch16_vs_own_single is printed as a figure (a retired goal: bounded by 128-bit wasm SIMD).
 // When llama.cpp cannot be built or run, its goal lines read met=no, valued from the model
@@ -195,9 +196,10 @@ interface SizeFigures {
   readonly batch: number;
   readonly parallel: number;
   readonly torch: TorchFigures | null;
-  /** llama-bench one stream at 1 thread and at `threads`. */
+  /** llama-bench one stream, and llama-batched-bench, at 1 thread and at `threads`. */
   readonly cppSingleOne: Figure;
   readonly cppSingle: Figure;
+  readonly cppBatchOne: Figure;
   readonly cppBatch: Figure;
 }
 
@@ -237,6 +239,7 @@ async function measureSize(
   let cppSingleOne = missing(llamaCppWhy);
   let cppSingle = missing(llamaCppWhy);
   let cppBatch = missing(llamaCppWhy);
+  let cppBatchOne = missing(llamaCppWhy);
   if (llamaCppBin !== null) {
     const gguf = join(scratch, `${spec.key}.gguf`);
     const converted = await convertLlamaFolderToGguf(spec.dir, gguf);
@@ -262,20 +265,16 @@ async function measureSize(
     }
     if (why !== null) {
       console.log(`llama.cpp not timed on ${spec.label}: ${why}`);
-      cppSingleOne = cppSingle = cppBatch = missing(why);
+      cppSingleOne = cppSingle = cppBatch = cppBatchOne = missing(why);
     } else {
       const r = Math.max(repeats, 2);
       cppSingleOne = llamaBenchSingle(llamaCppBin, gguf, 1, newTokens, r);
       cppSingle =
         threads === 1 ? cppSingleOne : llamaBenchSingle(llamaCppBin, gguf, threads, newTokens, r);
-      cppBatch = llamaBatchedBench(
-        llamaCppBin,
-        gguf,
-        threads,
-        streams,
-        prompt.ids.length,
-        newTokens,
-      );
+      const batched = (t: number): Figure =>
+        llamaBatchedBench(llamaCppBin, gguf, t, streams, prompt.ids.length, newTokens);
+      cppBatchOne = batched(1);
+      cppBatch = threads === 1 ? cppBatchOne : batched(threads);
       for (const [name, f] of [
         ['llama-bench', cppSingle],
         ['llama-batched-bench', cppBatch],
@@ -309,7 +308,7 @@ async function measureSize(
   }
 
   const torch = runTorchPeer(spec.dir, prompt.ids, newTokens, streams);
-  return { spec, single, batch, parallel, torch, cppSingleOne, cppSingle, cppBatch };
+  return { spec, single, batch, parallel, torch, cppSingleOne, cppSingle, cppBatchOne, cppBatch };
 }
 
 /** A GOAL line valued at the smaller ratio; met=no whenever a model size has no ratio. */
@@ -366,8 +365,8 @@ export async function run(args: readonly string[]): Promise<void> {
       key: '100m',
       label: `random Llama (${randomModelParameterCount().toLocaleString('en-US')} parameters)`,
       dir: await randomModelDir(),
-      newTokens: option(args, 'large-new-tokens', 32),
-      repeats: option(args, 'large-repeats', 1),
+      newTokens: option(args, 'large-new-tokens', 64),
+      repeats: option(args, 'large-repeats', 3),
       kvCacheBytes: 256 << 20,
     });
 
@@ -407,7 +406,12 @@ export async function run(args: readonly string[]): Promise<void> {
         r.torch?.batch_tokens_per_s ?? Number.NaN,
         r.torch === null ? Number.NaN : r.torch.batch_tokens_per_s / r.torch.single_tokens_per_s,
       ],
-      [`${name}: llama.cpp llama-bench, one thread`, value(r.cppSingleOne), Number.NaN, Number.NaN],
+      [
+        `${name}: llama.cpp llama-bench / batched-bench, one thread`,
+        value(r.cppSingleOne),
+        value(r.cppBatchOne),
+        value(r.cppBatchOne) / value(r.cppSingleOne),
+      ],
       [
         `${name}: llama.cpp llama-bench / batched-bench, ${threads} threads`,
         value(r.cppSingle),
@@ -419,40 +423,42 @@ export async function run(args: readonly string[]): Promise<void> {
   console.log(
     `\n${table(['engine', '1 stream tok/s', `${streams} streams tok/s`, 'batch ÷ single'], rows)}`,
   );
-  for (const r of results) {
+  // Each side at its best thread count: on a shared machine ggml's spinning thread barrier
+  // collapses when another process takes a core (a 2-thread run can fall below the 1-thread
+  // one), and our two replicas compete for memory bandwidth on a large model.
+  const best = (...figures: number[]): number => Math.max(...figures.filter(Number.isFinite));
+  const ratios = results.map((r) => ({
+    key: r.spec.key,
+    single: r.single / best(value(r.cppSingleOne), value(r.cppSingle)),
+    batch: best(r.batch, r.parallel) / best(value(r.cppBatchOne), value(r.cppBatch)),
+    torchSingle: r.torch === null ? Number.NaN : r.single / r.torch.single_tokens_per_s,
+    torchBatch: r.torch === null ? Number.NaN : r.batch / r.torch.batch_tokens_per_s,
+  }));
+  for (const q of ratios) {
     console.log(
-      `${r.spec.key}: kiln ÷ llama.cpp: 1 stream ${(r.single / value(r.cppSingle)).toFixed(2)}× ` +
-        `(÷ its one-thread ${(r.single / value(r.cppSingleOne)).toFixed(2)}×), ${streams} streams ${(r.parallel / value(r.cppBatch)).toFixed(2)}× on two threads; ` +
-        `kiln ÷ pytorch: 1 stream ${r.torch === null ? 'NaN' : (r.single / r.torch.single_tokens_per_s).toFixed(2)}×, ` +
-        `${streams} streams ${r.torch === null ? 'NaN' : (r.batch / r.torch.batch_tokens_per_s).toFixed(2)}× on one thread`,
+      `${q.key}: kiln ÷ llama.cpp (each at its best thread count): 1 stream ${q.single.toFixed(2)}×, ` +
+        `${streams} streams ${q.batch.toFixed(2)}×; kiln ÷ pytorch (one thread): 1 stream ` +
+        `${q.torchSingle.toFixed(2)}×, ${streams} streams ${q.torchBatch.toFixed(2)}×`,
     );
   }
   const tiny = results.find((r) => r.spec.key === 'tiny');
   for (const r of results) {
     console.log(
       `figure llm-engine.batch16_vs_own_single (${r.spec.key}) value=${(r.parallel / r.single).toFixed(2)} ` +
-        '(retired goal, issue 16: bounded by 128-bit wasm SIMD)',
+        '(two threads ÷ one stream; retired goal, issue 16: bounded by 128-bit wasm SIMD)',
     );
   }
   console.log(
-    `goals: the smaller of the ${results.length} model sizes' ratios; 1 stream on one thread vs llama-bench on ${threads}; ` +
-      `${streams} streams on two threads vs llama-batched-bench on ${threads}`,
+    `goals: the smaller of the model sizes' ratios (both sizes needed); each side at its best of 1 and ${threads} threads ` +
+      '(ours: one stream always on one thread)',
   );
   const expected = 2; // both model sizes, or the goal is not met
-  const pad = (ratios: number[]): number[] => [
-    ...ratios,
-    ...Array<number>(Math.max(0, expected - ratios.length)).fill(Number.NaN),
+  const pad = (values: number[]): number[] => [
+    ...values,
+    ...Array<number>(Math.max(0, expected - values.length)).fill(Number.NaN),
   ];
-  goalOfSmaller(
-    'single_stream_vs_llamacpp',
-    pad(results.map((r) => r.single / value(r.cppSingle))),
-    1,
-  );
-  goalOfSmaller(
-    'batch16_vs_llamacpp',
-    pad(results.map((r) => r.parallel / value(r.cppBatch))),
-    1.5,
-  );
+  goalOfSmaller('single_stream_vs_llamacpp', pad(ratios.map((q) => q.single)), 1);
+  goalOfSmaller('batch16_vs_llamacpp', pad(ratios.map((q) => q.batch)), 1.5);
   goal(
     'llm-engine',
     'single_stream_vs_pytorch',
