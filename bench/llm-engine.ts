@@ -426,7 +426,10 @@ export async function run(args: readonly string[]): Promise<void> {
   // Each side at its best thread count: on a shared machine ggml's spinning thread barrier
   // collapses when another process takes a core (a 2-thread run can fall below the 1-thread
   // one), and our two replicas compete for memory bandwidth on a large model.
-  const best = (...figures: number[]): number => Math.max(...figures.filter(Number.isFinite));
+  const best = (...figures: number[]): number => {
+    const finite = figures.filter(Number.isFinite);
+    return finite.length === 0 ? Number.NaN : Math.max(...finite);
+  };
   const ratios = results.map((r) => ({
     key: r.spec.key,
     single: r.single / best(value(r.cppSingleOne), value(r.cppSingle)),
