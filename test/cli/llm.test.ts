@@ -1,9 +1,13 @@
 // `kiln llm generate` on the committed tiny Llama: greedy text equals PyTorch's reference
 // continuation, a seed reproduces sampled text, and bad requests are refused with the cause.
+// `kiln llm to-gguf` writes the same folder as GGUF (checked in depth in test/llm/gguf).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readGguf } from '../../src/llm/gguf/read-gguf.ts';
 import { loadTokenizer } from '../../src/llm/tokenizer/load-tokenizer.ts';
 import { Cli, root } from './cli-harness.ts';
 
@@ -97,4 +101,22 @@ test('--chat wraps the prompt with the folder chat template before encoding it',
   assert.equal(run.code, 0, run.stderr);
   assert.match(run.stderr, new RegExp(`prompt ${expected.length} tokens in`));
   assert.ok(rendered.text.includes('<|start_header_id|>user<|end_header_id|>'));
+});
+
+test('to-gguf writes the folder as a GGUF file; a missing folder is refused', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'kiln-cli-gguf-'));
+  try {
+    const out = join(dir, 'tiny.gguf');
+    const run = await cli.run(['llm', 'to-gguf', model, '--out', out]);
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stderr, /tiny\.gguf: 39 tensors, 4,098,400 bytes\n$/);
+    const read = await readGguf(out);
+    assert.ok(read.ok, read.ok ? '' : read.message);
+    assert.equal(read.file.metadata.get('general.architecture')?.value, 'llama');
+    const missing = await cli.run(['llm', 'to-gguf', `${root}/fixtures/llm/nope`, '--out', out]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /no config\.json/);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });

@@ -1,11 +1,14 @@
 // `kiln llm generate PATH --prompt "…"`: Kiln's own LLM engine (src/llm) on a local Hugging
 // Face folder, no platform needed. Streams the text to stdout as it is generated and ends
 // with the token count and decode speed on stderr, so stdout is exactly the text.
+// `kiln llm to-gguf PATH --out FILE`: the same folder as one F32 GGUF file for llama.cpp
+// (src/llm/gguf), to run llama.cpp on exactly the model our engine runs.
 
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { createModel } from '../../llm/engine/create-model.ts';
 import { checkGenerationRequest, generate } from '../../llm/engine/generation.ts';
+import { convertLlamaFolderToGguf } from '../../llm/gguf/llama-gguf.ts';
 import { loadLlamaFolder } from '../../llm/loader/load-llama-folder.ts';
 import { loadTokenizer } from '../../llm/tokenizer/load-tokenizer.ts';
 import { integerOption } from '../arguments.ts';
@@ -116,6 +119,18 @@ export function registerLlmCommands(program: Command): void {
         `${tokens} tokens (${reason}); prompt ${promptTokens.length} tokens in ${(
           firstTokenMs - started
         ).toFixed(1)} ms; decode ${Number.isNaN(rate) ? 'n/a' : rate.toFixed(0)} tokens/s\n`,
+      );
+    });
+  llm
+    .command('to-gguf')
+    .description('write a Llama folder as one F32 GGUF file for llama.cpp (tokenizer included)')
+    .argument('<path>', 'a Hugging Face Llama-family folder with a byte-level BPE tokenizer.json')
+    .requiredOption('--out <file>', 'the GGUF file to write (replaced if it exists)')
+    .action(async (path: string, options: { readonly out: string }) => {
+      const converted = await convertLlamaFolderToGguf(path, options.out);
+      if (!converted.ok) throw new CliError('KILN_LOCAL_FILE', converted.message);
+      process.stderr.write(
+        `${options.out}: ${converted.tensors} tensors, ${converted.bytes.toLocaleString('en-US')} bytes\n`,
       );
     });
 }
