@@ -456,7 +456,11 @@ export async function run(args: readonly string[]): Promise<void> {
         ['cost per request', 'µs', 'share'],
         [
           ['sketches (ServingSketches.record)', sketchMicros, share(sketchMicros)],
-          ['the slice from the body path (gateway)', sliceMicros, share(sliceMicros)],
+          [
+            'the slice from the body path (gateway; body parsed once)',
+            sliceMicros,
+            share(sliceMicros),
+          ],
           [
             `a traced request (7 spans, OTLP export; ${tracedCost.exported} spans exported, ${tracedCost.dropped} dropped)`,
             tracedCost.micros,

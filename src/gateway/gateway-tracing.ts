@@ -8,27 +8,18 @@
 
 import { SpanStatusCode, type Span } from '@opentelemetry/api';
 import { defaultTraceSampleRate } from '../observability/tracing/tracing-config.ts';
-import {
-  shouldTrace,
-  SpanKind,
-  traceparentOf,
-  type KilnTracer,
-} from '../observability/tracing/kiln-tracer.ts';
-import { parseTraceparent } from '../observability/tracing/traceparent.ts';
+import { SpanKind, traceparentOf, type KilnTracer } from '../observability/tracing/kiln-tracer.ts';
+import { isSampledTraceparent, parseTraceparent } from '../observability/tracing/traceparent.ts';
 import type { GatewayRequest } from './http-types.ts';
 import type { ReplicaState } from './replica-set.ts';
 import type { EndpointEntry } from './route-table.ts';
 
-/** What a request forwards as its trace context: the span that records it, if traced. */
-export interface RequestTrace {
-  readonly span: Span | null;
-  /** The `traceparent` the client gets back (and the worker, when no attempt span). */
-  readonly traceparent: string;
-}
-
 /**
- * Head sampling for one infer request, and its gateway span when traced. `traceparent` is the
- * one the request would carry without tracing (the client's, else a new one).
+ * Head sampling for one infer request: its gateway span when traced, else null. An untraced
+ * request (99 in 100 at a 1 % rate) gets no span, no parsed context and no object: one
+ * random draw, and the traceparent it carries on is `requestTraceparent`'s.
+ * `traceparent` is the one the request would carry without tracing (trace-context.ts: the
+ * client's header itself when valid, else a new one).
  */
 export function traceRequest(
   tracer: KilnTracer,
@@ -38,18 +29,17 @@ export function traceRequest(
   /** The route as OpenTelemetry's `http.route` names it, e.g. `/v2/models/{model}/infer`. */
   route: string,
   requestId: string,
-): RequestTrace {
-  const caller = parseTraceparent(req.headers.traceparent);
+): Span | null {
+  // shouldTrace's rule (a sampled caller is traced, else a draw at the rate), with the
+  // caller's flag read from the header without parsing its ids.
+  const fromCaller = traceparent === req.headers.traceparent;
   const rate = entry.route.tracing?.sampleRate ?? defaultTraceSampleRate;
-  if (!shouldTrace(caller, rate)) {
-    // Not recorded here, so not by the worker either: the trace the gateway started for a
-    // caller without a valid context (`traceparent`, new) is marked unsampled; the caller's
-    // own goes on as it came.
-    if (caller !== null) return { span: null, traceparent };
-    return { span: null, traceparent: `${traceparent.slice(0, 53)}00` };
+  if (!(fromCaller && isSampledTraceparent(traceparent)) && !(rate > 0 && Math.random() < rate)) {
+    return null;
   }
+  const caller = fromCaller ? parseTraceparent(traceparent) : null;
   const tracestate = req.headers.tracestate;
-  const span = tracer.startRequest(
+  return tracer.startRequest(
     `POST ${route}`,
     SpanKind.SERVER,
     caller,
@@ -62,7 +52,22 @@ export function traceRequest(
       'kiln.request_id': requestId,
     },
   );
-  return { span, traceparent: traceparentOf(span) };
+}
+
+/**
+ * The `traceparent` a request forwards (and the client gets back) once sampled: its gateway
+ * span's when traced (`span`). Not traced, it is not recorded here, so not by the worker
+ * either: the trace the gateway started for a caller without a valid context is marked
+ * unsampled; the caller's own goes on as it came.
+ */
+export function requestTraceparent(
+  req: GatewayRequest,
+  traceparent: string,
+  span: Span | null,
+): string {
+  if (span !== null) return traceparentOf(span);
+  if (traceparent === req.headers.traceparent) return traceparent;
+  return `${traceparent.slice(0, 53)}00`;
 }
 
 /** A traced request's attempt on `replica` (the channel or an HTTP exchange). */

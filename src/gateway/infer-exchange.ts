@@ -67,7 +67,7 @@ import {
 } from './upstream-exchange.ts';
 import { sendV2Error, sendV2Message, type HeaderList } from './v2-reply.ts';
 import { callerKey, keyAtPath, type CallerKeySource } from '../traffic/caller-key.ts';
-import { parseJsonLenient } from '../protocol/v2/lenient-json.ts';
+import { parseJsonLenient, type JsonParseResult } from '../protocol/v2/lenient-json.ts';
 import { maxSliceValueLength, SLICE_HEADER } from '../protocol/traffic/traffic-report.ts';
 import { driftHeader } from '../protocol/drift/sketch-report.ts';
 
@@ -130,6 +130,11 @@ export class InferExchange
    * none), or undefined when the endpoint collects no sketches (the request is not marked).
    */
   private driftSlice: string | undefined = undefined;
+  /**
+   * The body as parseJsonLenient read it when a slice path needed it (undefined: not parsed
+   * yet): the traffic placement and the check reuse it rather than parse the body again.
+   */
+  private parsedBody: JsonParseResult | undefined = undefined;
 
   constructor(
     settings: ExchangeSettings,
@@ -247,6 +252,7 @@ export class InferExchange
       source === null ? null : callerKey(source, this.req.headers[SLICE_HEADER], undefined);
     if (slice === null && source !== null && source.segments.length > 0) {
       const parsed = parseJsonLenient(body);
+      this.parsedBody = parsed;
       if (parsed.ok) slice = keyAtPath(parsed.value, source.segments);
     }
     if (slice !== null && slice.length > maxSliceValueLength) {
@@ -259,7 +265,13 @@ export class InferExchange
 
   /** Places the request in `traffic`'s split (traffic-entry.ts: caller key and slice). */
   private pick(traffic: TrafficEntry<EndpointEntry>, body: Buffer): void {
-    const placement = traffic.place(this.req.headers, body);
+    const parsed = this.parsedBody;
+    const placement = traffic.place(
+      this.req.headers,
+      parsed?.ok === true && typeof parsed.value === 'object' && parsed.value !== null
+        ? parsed.value
+        : body,
+    );
     this.traffic = traffic;
     this.trafficBucket = placement.bucket;
     this.slice = placement.slice;
@@ -275,7 +287,7 @@ export class InferExchange
     if (check !== null && this.entry.workerChannels) {
       // Kiln workers: decode here and send the tensors, so the worker does not parse the
       // same JSON again (checked against the same schema: same verdict, same message).
-      const decoded = decodeInferBody(body, check);
+      const decoded = decodeInferBody(body, check, this.parsedBody);
       if (!decoded.ok) {
         this.sendAdapted(body, decoded);
         return;
@@ -290,7 +302,7 @@ export class InferExchange
         this.driftSlice,
       );
     } else {
-      const problem = checkInferBody(body, check);
+      const problem = checkInferBody(body, check, this.parsedBody);
       if (problem !== null) {
         this.sendAdapted(body, problem);
         return;

@@ -42,7 +42,7 @@ import {
   type UpstreamSettings,
 } from './upstream-exchange.ts';
 import type { HeaderList } from './v2-reply.ts';
-import { startAttemptSpan, traceRequest } from './gateway-tracing.ts';
+import { requestTraceparent, startAttemptSpan, traceRequest } from './gateway-tracing.ts';
 import { traceparentOf, type KilnTracer } from '../observability/tracing/kiln-tracer.ts';
 
 export interface OpenAiState extends UpstreamSettings {
@@ -361,10 +361,10 @@ export class OpenAiExchange
   /** Head sampling once the endpoint is known (it is named in the body), and its span. */
   private startTrace(tracer: KilnTracer, entry: EndpointEntry): void {
     const route = upstreamPaths[this.route];
-    const trace = traceRequest(tracer, this.req, entry, this.traceparent, route, this.requestId);
-    this.traceparent = trace.traceparent;
-    this.upstreamHeaders[OpenAiExchange.traceparentAt] = trace.traceparent;
-    this.span = trace.span;
+    const span = traceRequest(tracer, this.req, entry, this.traceparent, route, this.requestId);
+    this.traceparent = requestTraceparent(this.req, this.traceparent, span);
+    this.upstreamHeaders[OpenAiExchange.traceparentAt] = this.traceparent;
+    this.span = span;
   }
 
   /** A traced request's attempt on `replica`: the worker gets its span as the parent. */

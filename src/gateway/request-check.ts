@@ -21,7 +21,7 @@ import {
   type CompiledNaming,
   type InputNaming,
 } from '../protocol/v2/input-naming.ts';
-import { parseJsonLenient } from '../protocol/v2/lenient-json.ts';
+import { parseJsonLenient, type JsonParseResult } from '../protocol/v2/lenient-json.ts';
 import { compileSchema, type CompiledSchema } from '../protocol/v2/schema.ts';
 import type { TensorDataFailure } from '../protocol/v2/tensor-data.ts';
 
@@ -59,21 +59,26 @@ export function compileRequestCheck(
 export function decodeInferBody(
   body: Buffer,
   check: RequestCheck | null,
+  parsed?: JsonParseResult,
 ):
   | { readonly ok: true; readonly request: DecodedInferRequest }
   | { readonly ok: false; readonly code: V2ProtocolErrorCode; readonly message: string } {
-  const result = parseInferRequest(body, check);
+  const result = parseInferRequest(body, check, parsed);
   return result.ok
     ? { ok: true, request: result.request }
     : { ok: false, code: result.code, message: result.message };
 }
 
-/** null when the body may go to a worker, else the codec's code and message for the 400. */
+/**
+ * null when the body may go to a worker, else the codec's code and message for the 400.
+ * `parsed`: parseJsonLenient(body) when the caller has it already (not parsed again).
+ */
 export function checkInferBody(
   body: Buffer,
   check: RequestCheck | null,
+  parsed?: JsonParseResult,
 ): { readonly code: V2ProtocolErrorCode; readonly message: string } | null {
-  const result = checkInferRequestText(body, check);
+  const result = checkInferRequestText(body, check, parsed);
   return result.ok ? null : { code: result.code, message: result.message };
 }
 

@@ -32,7 +32,7 @@ import { kilnVersion } from '../core/version.ts';
 import { authenticate, grantCovers } from './auth.ts';
 import type { GatewayRequest, GatewayResponse } from './http-types.ts';
 import { InferExchange, type ExchangeSettings } from './infer-exchange.ts';
-import { traceRequest } from './gateway-tracing.ts';
+import { requestTraceparent, traceRequest } from './gateway-tracing.ts';
 import { unknownLabel, type EndpointSeries, type GatewayMetrics } from './metrics.ts';
 import type { OpenAiRoutes } from './openai-routes.ts';
 import type { EndpointEntry, RouteTable } from './route-table.ts';
@@ -317,7 +317,7 @@ export class V2Routes {
     // is what the client gets back and what the worker continues).
     const tracer = this.state.tracer;
     const route = form === 'v1' ? v1Route : v2Route;
-    const trace =
+    const span =
       tracer == null ? null : traceRequest(tracer, req, entry, traceparent, route, requestId);
     const exchange = new InferExchange(
       this.state,
@@ -326,10 +326,10 @@ export class V2Routes {
       entry,
       entry.series,
       requestId,
-      trace?.traceparent ?? traceparent,
+      tracer == null ? traceparent : requestTraceparent(req, traceparent, span),
       startMs,
     );
-    if (trace?.span != null) exchange.traced(trace.span);
+    if (span !== null) exchange.traced(span);
     exchange.countsIn(load);
     if (form === 'v1') exchange.speakV1();
     exchange.readBody(gate, bucket);

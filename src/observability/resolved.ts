@@ -11,3 +11,11 @@ export function objectFields(input: unknown): Resolved<Record<string, unknown>> 
   }
   return { ok: true, value: input as Record<string, unknown> };
 }
+
+/**
+ * Whether `value` is an integer in [min, max] (both within the safe integers): the range
+ * check of the settings' counts and durations; each resolver names its own field.
+ */
+export function isIntegerIn(value: unknown, min: number, max: number): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= min && (value as number) <= max;
+}

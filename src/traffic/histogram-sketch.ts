@@ -11,6 +11,7 @@
 //   value axis:  ... neg[i=3] neg[i=2] | zero | pos[i=-1] pos[i=0] pos[i=1] ...
 //                 (-gamma^3,-gamma^2]      |x|<z  (gamma^-2,gamma^-1]  (gamma^0,gamma^1]
 
+import { BucketCounts } from './bucket-counts.ts';
 import { binIndex } from './quantile-bin-edges.ts';
 import { invalidInput, type StatisticResult } from './statistic-result.ts';
 
@@ -28,8 +29,8 @@ export class HistogramSketch {
   readonly relativeAccuracy: number;
   readonly #logGamma: number;
   readonly #gamma: number;
-  readonly #positive = new Map<number, number>();
-  readonly #negative = new Map<number, number>();
+  readonly #positive = new BucketCounts();
+  readonly #negative = new BucketCounts();
   #zeroCount = 0;
   #count = 0;
 
@@ -65,7 +66,7 @@ export class HistogramSketch {
         if (!Number.isInteger(index) || !isCount(count)) {
           return invalidInput('count-out-of-range', `bucket [${index}, ${count}] is not valid`);
         }
-        target.set(index, (target.get(index) ?? 0) + count);
+        if (count > 0) target.add(index, count);
         sketch.#count += count;
       }
     }
@@ -87,7 +88,7 @@ export class HistogramSketch {
     }
     const index = Math.ceil(Math.log(magnitude) / this.#logGamma);
     const buckets = value > 0 ? this.#positive : this.#negative;
-    buckets.set(index, (buckets.get(index) ?? 0) + weight);
+    buckets.add(index, weight);
     return true;
   }
 
@@ -99,12 +100,8 @@ export class HistogramSketch {
         `relative accuracy ${other.relativeAccuracy} differs from ${this.relativeAccuracy}`,
       );
     }
-    for (const [index, count] of other.#positive) {
-      this.#positive.set(index, (this.#positive.get(index) ?? 0) + count);
-    }
-    for (const [index, count] of other.#negative) {
-      this.#negative.set(index, (this.#negative.get(index) ?? 0) + count);
-    }
+    this.#positive.addAll(other.#positive);
+    this.#negative.addAll(other.#negative);
     this.#zeroCount += other.#zeroCount;
     this.#count += other.#count;
     return { ok: true };
@@ -134,13 +131,11 @@ export class HistogramSketch {
   }
 
   snapshot(): HistogramSketchSnapshot {
-    const sorted = (buckets: Map<number, number>): [number, number][] =>
-      [...buckets.entries()].sort((a, b) => a[0] - b[0]);
     return {
       relativeAccuracy: this.relativeAccuracy,
       zeroCount: this.#zeroCount,
-      positive: sorted(this.#positive),
-      negative: sorted(this.#negative),
+      positive: this.#positive.entries(),
+      negative: this.#negative.entries(),
     };
   }
 
@@ -148,10 +143,12 @@ export class HistogramSketch {
   *#ascending(): Generator<[number, number]> {
     const represent = (index: number): number =>
       (2 * Math.pow(this.#gamma, index)) / (this.#gamma + 1);
-    const negative = [...this.#negative.keys()].sort((a, b) => b - a);
-    for (const index of negative) yield [-represent(index), this.#negative.get(index) ?? 0];
+    const negative = this.#negative.entries();
+    for (let k = negative.length - 1; k >= 0; k--) {
+      const [index, count] = negative[k]!;
+      yield [-represent(index), count];
+    }
     if (this.#zeroCount > 0) yield [0, this.#zeroCount];
-    const positive = [...this.#positive.keys()].sort((a, b) => a - b);
-    for (const index of positive) yield [represent(index), this.#positive.get(index) ?? 0];
+    for (const [index, count] of this.#positive.entries()) yield [represent(index), count];
   }
 }

@@ -79,3 +79,46 @@ test('at most maxRequestsPerSecond requests are marked', async () => {
   assert.equal(more.status, 200);
   assert.ok(worker.received.every((r) => r.headers['kiln-slice'] === undefined));
 });
+
+test('a body read for its slice is checked as any other: same verdicts, NaN allowed', async () => {
+  // The gateway parses a drift endpoint's body once for the slice path and checks that
+  // parse, rather than parsing again: the answers must be those of an endpoint without drift.
+  const worker = await fakeWorker();
+  const plainWorker = await fakeWorker();
+  const gateway = await testGateway(
+    snapshot(1, [
+      endpointRoute({
+        replicas: [replicaRoute(worker, 'r1')],
+        drift: {
+          sliceKey: 'country',
+          slicePath: '$.parameters.country',
+          maxRequestsPerSecond: null,
+        },
+      }),
+      endpointRoute({ name: 'plain', replicas: [replicaRoute(plainWorker, 'p1')] }),
+    ]),
+    { workerChannels: false },
+  );
+  const bad = [
+    '{"inputs": [',
+    JSON.stringify({
+      inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 2], data: [1, 2] }],
+      parameters: { country: 'fr' },
+    }),
+    JSON.stringify({ parameters: { country: 'fr' } }),
+  ];
+  for (const body of bad) {
+    const drift = await infer(gateway.url, body);
+    const plain = await infer(gateway.url, body, {}, 'plain');
+    assert.equal(drift.status, 400, body);
+    assert.deepEqual(drift.json, plain.json, body);
+  }
+  assert.equal(worker.received.length, 0);
+  const withNan =
+    '{"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 3], "data": [NaN, 2, 3]}],' +
+    ' "parameters": {"country": "fr"}}';
+  assert.equal((await infer(gateway.url, withNan)).status, 200);
+  const sent = worker.received[0]!;
+  assert.equal(sent.headers['kiln-drift'], '1');
+  assert.equal(sent.headers['kiln-slice'], 'fr');
+});

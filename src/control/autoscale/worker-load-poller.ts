@@ -20,6 +20,7 @@ import {
   workerLoadPath,
   type WorkerLoadReport,
 } from '../../protocol/scaling/worker-load-report.ts';
+import { fetchJson, PollingLoop } from '../polling-loop.ts';
 import type { EndpointWorkerLoad, WorkerLoadSource } from './worker-load-source.ts';
 
 /** A replica to poll: ready, with its worker's base URL. */
@@ -40,15 +41,6 @@ export interface WorkerLoadPollerOptions {
   readonly staleAfterMs?: number;
   /** GETs a worker's load and returns its parsed JSON body (tests give fakes). */
   readonly fetchLoad?: (url: string, signal: AbortSignal) => Promise<unknown>;
-}
-
-async function fetchJson(url: string, signal: AbortSignal): Promise<unknown> {
-  const response = await fetch(url, { signal });
-  if (!response.ok) {
-    await response.body?.cancel();
-    return null;
-  }
-  return response.json();
 }
 
 /** Sums replicas' reports: utilizations per replica (each at most 1), counts as they are. */
@@ -81,17 +73,15 @@ export class WorkerLoadPoller implements WorkerLoadSource {
   private readonly timeoutMs: number;
   private readonly staleAfterMs: number;
   private readonly fetchLoad: (url: string, signal: AbortSignal) => Promise<unknown>;
-  private timer: NodeJS.Timeout | null = null;
-  private round: Promise<void> | null = null;
-  private closed = false;
-  /** Aborts the GETs of the round in progress when the poller closes. */
-  private readonly stop = new AbortController();
+  /** Rounds one at a time; its signal aborts the GETs of the round in progress at close. */
+  private readonly loop: PollingLoop;
 
   constructor(private readonly options: WorkerLoadPollerOptions) {
     this.intervalMs = options.intervalMs ?? 1000;
     this.timeoutMs = options.timeoutMs ?? 800;
     this.staleAfterMs = options.staleAfterMs ?? 3 * this.intervalMs;
     this.fetchLoad = options.fetchLoad ?? fetchJson;
+    this.loop = new PollingLoop(() => this.pollAll(), this.intervalMs, options.clock);
   }
 
   watch(endpoints: ReadonlySet<string>): void {
@@ -107,31 +97,16 @@ export class WorkerLoadPoller implements WorkerLoadSource {
 
   /** Polls every intervalMs until close(); rounds never overlap. */
   start(): void {
-    if (this.timer !== null || this.closed) return;
-    const next = (): void => {
-      if (this.closed) return;
-      const began = this.options.clock.now();
-      void this.pollOnce().finally(() => {
-        if (this.closed) return;
-        const waitMs = Math.max(0, this.intervalMs - (this.options.clock.now() - began));
-        this.timer = setTimeout(next, waitMs);
-        this.timer.unref();
-      });
-    };
-    next();
+    this.loop.start();
   }
 
   /** One round over the watched endpoints (a round in progress is joined, not doubled). */
   pollOnce(): Promise<void> {
-    this.round ??= this.pollAll().finally(() => (this.round = null));
-    return this.round;
+    return this.loop.once();
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.stop.abort();
-    await this.round;
+  close(): Promise<void> {
+    return this.loop.close();
   }
 
   private async pollAll(): Promise<void> {
@@ -143,7 +118,7 @@ export class WorkerLoadPoller implements WorkerLoadSource {
         return { endpoint, reports: reports.filter((r): r is WorkerLoadReport => r !== null) };
       }),
     );
-    if (this.closed) return;
+    if (this.loop.closed) return;
     const atMs = this.options.clock.now();
     for (const { endpoint, reports } of rounds) {
       // Unwatched while the round ran: its sums are not wanted any more.
@@ -156,7 +131,7 @@ export class WorkerLoadPoller implements WorkerLoadSource {
     // waiting on a hung worker must still end.
     const timeout = new AbortController();
     const timer = setTimeout(() => timeout.abort(), this.timeoutMs);
-    const signal = AbortSignal.any([this.stop.signal, timeout.signal]);
+    const signal = AbortSignal.any([this.loop.signal, timeout.signal]);
     try {
       return parseWorkerLoadReport(await this.fetchLoad(`${replica.url}${workerLoadPath}`, signal));
     } catch {

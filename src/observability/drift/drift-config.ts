@@ -10,7 +10,7 @@
 
 import type { DriftConfig } from '../../store/observability-config.ts';
 import { compileCallerKey } from '../../traffic/caller-key.ts';
-import { objectFields, type Resolved } from '../resolved.ts';
+import { isIntegerIn, objectFields, type Resolved } from '../resolved.ts';
 
 export const defaultDriftWindowMs = 300_000;
 export const minDriftWindowMs = 1_000;
@@ -59,12 +59,7 @@ export function resolveDriftConfig(input: unknown): Resolved<DriftConfig> {
     }
   }
   const windowMs = value.windowMs ?? defaultDriftWindowMs;
-  if (
-    typeof windowMs !== 'number' ||
-    !Number.isInteger(windowMs) ||
-    windowMs < minDriftWindowMs ||
-    windowMs > maxDriftWindowMs
-  ) {
+  if (!isIntegerIn(windowMs, minDriftWindowMs, maxDriftWindowMs)) {
     return {
       ok: false,
       reason: `windowMs must be a whole number of milliseconds from ${minDriftWindowMs} to ${maxDriftWindowMs}`,
@@ -78,13 +73,7 @@ export function resolveDriftConfig(input: unknown): Resolved<DriftConfig> {
     value.maxRequestsPerSecond === undefined
       ? defaultDriftMaxRequestsPerSecond
       : value.maxRequestsPerSecond;
-  if (
-    maxRequestsPerSecond !== null &&
-    (typeof maxRequestsPerSecond !== 'number' ||
-      !Number.isInteger(maxRequestsPerSecond) ||
-      maxRequestsPerSecond < 1 ||
-      maxRequestsPerSecond > 1_000_000)
-  ) {
+  if (maxRequestsPerSecond !== null && !isIntegerIn(maxRequestsPerSecond, 1, 1_000_000)) {
     return {
       ok: false,
       reason: 'maxRequestsPerSecond must be a whole number from 1 to 1000000, or null (no limit)',

@@ -4,7 +4,7 @@
 // the version's schema when it is known.
 
 import type { PredictionLogConfig, RedactionRule } from '../../store/observability-config.ts';
-import { objectFields, type Resolved } from '../resolved.ts';
+import { isIntegerIn, objectFields, type Resolved } from '../resolved.ts';
 
 /** Defaults: every request of an endpoint that opted in; 64 MiB files, 8 kept. */
 export const defaultPredictionLogSampleRate = 1;
@@ -32,24 +32,14 @@ export function resolvePredictionLogConfig(input: unknown): Resolved<PredictionL
     return { ok: false, reason: 'sampleRate must be a number in [0, 1]' };
   }
   const maxFileBytes = value.maxFileBytes ?? defaultPredictionLogMaxFileBytes;
-  if (
-    typeof maxFileBytes !== 'number' ||
-    !Number.isSafeInteger(maxFileBytes) ||
-    maxFileBytes < minPredictionLogFileBytes ||
-    maxFileBytes > maxPredictionLogFileBytes
-  ) {
+  if (!isIntegerIn(maxFileBytes, minPredictionLogFileBytes, maxPredictionLogFileBytes)) {
     return {
       ok: false,
       reason: `maxFileBytes must be an integer in [${minPredictionLogFileBytes}, ${maxPredictionLogFileBytes}]`,
     };
   }
   const maxFiles = value.maxFiles ?? defaultPredictionLogMaxFiles;
-  if (
-    typeof maxFiles !== 'number' ||
-    !Number.isSafeInteger(maxFiles) ||
-    maxFiles < 1 ||
-    maxFiles > maxPredictionLogFiles
-  ) {
+  if (!isIntegerIn(maxFiles, 1, maxPredictionLogFiles)) {
     return { ok: false, reason: `maxFiles must be an integer in [1, ${maxPredictionLogFiles}]` };
   }
   const redact = resolveRedactionRules(value.redact ?? []);

@@ -3,7 +3,7 @@
 
 import type { QualityConfig } from '../../store/observability-config.ts';
 import { compileCallerKey } from '../../traffic/caller-key.ts';
-import { objectFields, type Resolved } from '../resolved.ts';
+import { isIntegerIn, objectFields, type Resolved } from '../resolved.ts';
 
 /** Predictions wait a day for their outcome by default; at most 30 days. */
 export const defaultJoinWindowMs = 24 * 60 * 60 * 1000;
@@ -37,12 +37,7 @@ export function resolveQualityConfig(input: unknown): Resolved<QualityConfig> {
     return { ok: false, reason: 'threshold applies to task "classification" only' };
   }
   const joinWindowMs = value.joinWindowMs ?? defaultJoinWindowMs;
-  if (
-    typeof joinWindowMs !== 'number' ||
-    !Number.isSafeInteger(joinWindowMs) ||
-    joinWindowMs < minJoinWindowMs ||
-    joinWindowMs > maxJoinWindowMs
-  ) {
+  if (!isIntegerIn(joinWindowMs, minJoinWindowMs, maxJoinWindowMs)) {
     return {
       ok: false,
       reason: `joinWindowMs must be an integer in [${minJoinWindowMs}, ${maxJoinWindowMs}]`,

@@ -17,7 +17,7 @@ import type { InferRequest } from '../../runtimes/runtime.ts';
 import { isTensorDatatype } from './datatypes.ts';
 import type { V2Failure } from './errors.ts';
 import { jsonKind, preview, v2Failure } from './errors.ts';
-import { parseJsonLenient } from './lenient-json.ts';
+import { parseJsonLenient, type JsonParseResult } from './lenient-json.ts';
 import type { CompiledInput, CompiledSchema } from './schema.ts';
 import {
   checkBatch,
@@ -81,33 +81,39 @@ export function checkInferRequest(body: unknown, schema: CompiledSchema | null):
   return { ok: true };
 }
 
-/** Parses (NaN/Infinity allowed) and decodes a raw body, INT64/UINT64 exact to 64 bits. */
+/**
+ * Parses (NaN/Infinity allowed) and decodes a raw body, INT64/UINT64 exact to 64 bits.
+ * `parsed`: parseJsonLenient(text) when the caller has it already (the gateway, having read
+ * a slice value from the body), so the text is not parsed twice.
+ */
 export function parseInferRequest(
   text: string | Buffer,
   schema: CompiledSchema | null,
+  parsed?: JsonParseResult,
 ): DecodeInferResult {
-  return withExactRetry(text, (body) => decodeInferRequest(body, schema));
+  return withExactRetry(text, parsed, (body) => decodeInferRequest(body, schema));
 }
 
 /** Parses and checks a raw body without building tensors: checkInferRequest on the text. */
 export function checkInferRequestText(
   text: string | Buffer,
   schema: CompiledSchema | null,
+  parsed?: JsonParseResult,
 ): CheckInferResult {
-  return withExactRetry(text, (body) => checkInferRequest(body, schema));
+  return withExactRetry(text, parsed, (body) => checkInferRequest(body, schema));
 }
 
 function withExactRetry<R extends { readonly ok: boolean }>(
   text: string | Buffer,
+  parsed: JsonParseResult | undefined,
   run: (body: unknown) => R | V2Failure,
 ): R | V2Failure {
-  const source = typeof text === 'string' ? text : text.toString('utf8');
-  const parsed = parseJsonLenient(source);
-  if (!parsed.ok) return invalidJson(parsed.message);
-  const result = run(parsed.value);
+  const first = parsed ?? parseJsonLenient(text);
+  if (!first.ok) return invalidJson(first.message);
+  const result = run(first.value);
   if (result.ok || (result as TensorDataFailure).inexactInteger !== true) return result;
   // An INT64/UINT64 element past 2^53: read the text again keeping such integers exact.
-  const exact = parseJsonLenient(source, { exactIntegers: true });
+  const exact = parseJsonLenient(text, { exactIntegers: true });
   return exact.ok ? run(exact.value) : invalidJson(exact.message);
 }
 

@@ -10,6 +10,7 @@ import type { DataProfile } from '../../observability/profile/data-profile.ts';
 import { mergeDataProfiles } from '../../observability/profile/merge-feature-sketches.ts';
 import type { DriftWindowQuery, DriftWindowRecord, NewDriftWindow } from '../drift-records.ts';
 import { timeMs } from './sqlite-traffic-data.ts';
+import { listTimeKeyedRows, pruneTimeKeyedRows } from './time-keyed-rows.ts';
 
 interface DriftDbRow {
   endpoint: string;
@@ -99,26 +100,16 @@ export class SqliteDriftTables {
 
   /** Oldest window first; within a window, overall before slices, slices by value. */
   listWindows(query: DriftWindowQuery): DriftWindowRecord[] {
-    const since = timeMs(query.since, 'since');
-    const until =
-      query.until === undefined ? Number.MAX_SAFE_INTEGER : timeMs(query.until, 'until');
     const which = query.slices ?? 'overall';
-    const sliceFilter =
-      which === 'overall' ? "AND slice = ''" : which === 'slices' ? "AND slice <> ''" : '';
-    const rows = this.db
-      .prepare(
-        `SELECT * FROM drift_windows WHERE endpoint = ? AND window_start_ms >= ?
-           AND window_start_ms < ? ${sliceFilter}
-         ORDER BY window_start_ms, model, version, slice`,
-      )
-      .all(query.endpoint, since, until) as DriftDbRow[];
+    const rows = listTimeKeyedRows<DriftDbRow>(this.db, 'drift_windows', 'window_start_ms', query, {
+      filter: which === 'overall' ? "slice = ''" : which === 'slices' ? "slice <> ''" : null,
+      orderBy: 'window_start_ms, model, version, slice',
+    });
     return rows.map(recordOf);
   }
 
   /** Deletes windows that started before `before`; returns how many. */
   pruneWindows(before: string): number {
-    const beforeMs = timeMs(before, 'before');
-    return this.db.prepare('DELETE FROM drift_windows WHERE window_start_ms < ?').run(beforeMs)
-      .changes;
+    return pruneTimeKeyedRows(this.db, 'drift_windows', 'window_start_ms', before);
   }
 }

@@ -21,6 +21,7 @@ import type {
   ScaleEventKind,
 } from '../scaling-records.ts';
 import { timeMs } from './sqlite-traffic-data.ts';
+import { listTimeKeyedRows, pruneTimeKeyedRows } from './time-keyed-rows.ts';
 
 /** Demand rows are per minute: minuteStart must be an ISO time on a multiple of this. */
 export const demandMinuteMs = 60_000;
@@ -294,23 +295,13 @@ export class SqliteScalingTables {
     readonly since: string;
     readonly until?: string;
   }): DemandRow[] {
-    const since = timeMs(query.since, 'since');
-    const until =
-      query.until === undefined ? Number.MAX_SAFE_INTEGER : timeMs(query.until, 'until');
-    return (
-      this.db
-        .prepare(
-          `SELECT * FROM demand_history WHERE endpoint = ? AND minute_ms >= ? AND minute_ms < ?
-           ORDER BY minute_ms`,
-        )
-        .all(query.endpoint, since, until) as DemandDbRow[]
-    ).map(toDemand);
+    return listTimeKeyedRows<DemandDbRow>(this.db, 'demand_history', 'minute_ms', query).map(
+      toDemand,
+    );
   }
 
   pruneDemand(before: string): number {
-    return this.db
-      .prepare('DELETE FROM demand_history WHERE minute_ms < ?')
-      .run(timeMs(before, 'before')).changes;
+    return pruneTimeKeyedRows(this.db, 'demand_history', 'minute_ms', before);
   }
 
   // ------------------------------------------------------------ pools

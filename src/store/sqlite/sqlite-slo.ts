@@ -15,6 +15,7 @@ import type {
   SloAlertUpsert,
 } from '../slo-records.ts';
 import { timeMs } from './sqlite-traffic-data.ts';
+import { listTimeKeyedRows, pruneTimeKeyedRows } from './time-keyed-rows.ts';
 
 /** SLI rows are per minute: minuteStart must be an ISO time on a multiple of this. */
 export const sliMinuteMs = 60_000;
@@ -135,23 +136,11 @@ export class SqliteSloTables {
     readonly since: string;
     readonly until?: string;
   }): SliMinuteRow[] {
-    const since = timeMs(query.since, 'since');
-    const until =
-      query.until === undefined ? Number.MAX_SAFE_INTEGER : timeMs(query.until, 'until');
-    return (
-      this.db
-        .prepare(
-          `SELECT * FROM slo_minutes WHERE endpoint = ? AND minute_ms >= ? AND minute_ms < ?
-           ORDER BY minute_ms`,
-        )
-        .all(query.endpoint, since, until) as MinuteDbRow[]
-    ).map(toMinute);
+    return listTimeKeyedRows<MinuteDbRow>(this.db, 'slo_minutes', 'minute_ms', query).map(toMinute);
   }
 
   pruneSliMinutes(before: string): number {
-    return this.db
-      .prepare('DELETE FROM slo_minutes WHERE minute_ms < ?')
-      .run(timeMs(before, 'before')).changes;
+    return pruneTimeKeyedRows(this.db, 'slo_minutes', 'minute_ms', before);
   }
 
   /** Current alert states (one endpoint's, or all), by endpoint then alert. */

@@ -205,12 +205,22 @@ void test('an endpoint sampled at rate 1 traces requests without a caller contex
 void test('rate 0 and an unsampled caller: nothing is recorded, the caller context passes on', async (t) => {
   const { gatewayUrl, tracing, exporter } = await setup(t, { workerChannels: true, sampleRate: 0 });
   const unsampled = `00-${callerTrace}-${callerSpan}-00`;
-  const [reply] = await Promise.all([
+  // Four requests: two batches of two (the stub batches nothing else).
+  const [reply, fresh, malformed] = await Promise.all([
     infer(gatewayUrl, request(1), { traceparent: unsampled }, 'm'),
     infer(gatewayUrl, request(2), {}, 'm'),
+    infer(gatewayUrl, request(3), { traceparent: `00-${callerTrace}-${callerSpan}-0x` }, 'm'),
+    infer(gatewayUrl, request(4), {}, 'm'),
   ]);
   assert.equal(reply.status, 200);
   assert.equal(reply.headers.get('traceparent'), unsampled);
+  // Without a valid caller context: a new trace, marked unsampled (the worker records none).
+  for (const other of [fresh, malformed]) {
+    assert.equal(other.status, 200);
+    const context = parseTraceparent(other.headers.get('traceparent') ?? undefined);
+    assert.equal(context?.sampled, false);
+    assert.notEqual(context.traceId, callerTrace);
+  }
   await tracing.forceFlush();
   assert.deepEqual(exporter.getFinishedSpans(), []);
   assert.equal(tracing.counts.exported, 0);

@@ -29,6 +29,7 @@ import {
 import type { NewDriftWindow } from '../../../store/drift-records.ts';
 import type { DriftConfig } from '../../../store/observability-config.ts';
 import type { Store } from '../../../store/store.ts';
+import { fetchJson, PollingLoop } from '../../polling-loop.ts';
 import type { DriftMetrics } from './drift-metrics.ts';
 
 export interface SketchedReplica {
@@ -73,15 +74,6 @@ export interface DriftReportBody {
   readonly versions: readonly VersionDrift[];
 }
 
-async function fetchJson(url: string, signal: AbortSignal): Promise<unknown> {
-  const response = await fetch(url, { signal });
-  if (!response.ok) {
-    await response.body?.cancel();
-    return null;
-  }
-  return response.json();
-}
-
 /** `since` as epoch ms: a duration back from now (`90s`, `15m`, `1h`, `7d`) or an ISO time. */
 export function sinceMs(text: string, nowMs: number): number | null {
   const match = /^(\d{1,9})(s|m|h|d)$/.exec(text.trim());
@@ -102,10 +94,8 @@ export class DriftService {
   private readonly retentionMs: number;
   private readonly thresholds: DriftThresholds;
   private readonly fetchSketches: (url: string, signal: AbortSignal) => Promise<unknown>;
-  private timer: NodeJS.Timeout | null = null;
-  private round: Promise<void> | null = null;
-  private closed = false;
-  private readonly stop = new AbortController();
+  /** Rounds one at a time; its signal aborts the GETs of the round in progress at close. */
+  private readonly loop: PollingLoop;
   private lastPruneMs = 0;
   /** The latest gauges' reports, by endpoint (for SLO drift ceilings: latestDrift). */
   private latest = new Map<string, readonly VersionDrift[]>();
@@ -116,37 +106,28 @@ export class DriftService {
     this.retentionMs = options.retentionMs ?? 7 * 86_400_000;
     this.thresholds = options.thresholds ?? defaultDriftThresholds;
     this.fetchSketches = options.fetchSketches ?? fetchJson;
+    this.loop = new PollingLoop(
+      () =>
+        this.collect().catch((error: unknown) =>
+          this.log(`drift collection failed: ${String(error)}`),
+        ),
+      this.intervalMs,
+      options.clock,
+    );
   }
 
   /** Collects every intervalMs until close(); rounds never overlap. */
   start(): void {
-    if (this.timer !== null || this.closed) return;
-    const next = (): void => {
-      if (this.closed) return;
-      const began = this.options.clock.now();
-      void this.collectOnce().finally(() => {
-        if (this.closed) return;
-        const waitMs = Math.max(0, this.intervalMs - (this.options.clock.now() - began));
-        this.timer = setTimeout(next, waitMs);
-        this.timer.unref();
-      });
-    };
-    next();
+    this.loop.start();
   }
 
   /** One round (a round in progress is joined, not doubled). */
   collectOnce(): Promise<void> {
-    this.round ??= this.collect()
-      .catch((error: unknown) => this.log(`drift collection failed: ${String(error)}`))
-      .finally(() => (this.round = null));
-    return this.round;
+    return this.loop.once();
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.stop.abort();
-    await this.round;
+  close(): Promise<void> {
+    return this.loop.close();
   }
 
   /**
@@ -235,7 +216,7 @@ export class DriftService {
         return { name, drift, reports: reports.filter((r) => r !== null) };
       }),
     );
-    if (this.closed) return;
+    if (this.loop.closed) return;
     const nowMs = this.options.clock.now();
     for (const { name, drift, reports } of rounds) {
       const windowMs = drift.windowMs;
@@ -262,14 +243,14 @@ export class DriftService {
       const since = nowMs - drift.windowMs;
       latest.set(name, await this.versionsReport(name, drift, since, drift.sliceKey !== null));
     }
-    if (this.closed) return;
+    if (this.loop.closed) return;
     this.latest = latest;
     this.options.metrics?.publish(latest);
   }
 
   private async poll(replica: SketchedReplica): Promise<WorkerSketchReport | null> {
     const timeout = AbortSignal.timeout(this.timeoutMs);
-    const signal = AbortSignal.any([timeout, this.stop.signal]);
+    const signal = AbortSignal.any([timeout, this.loop.signal]);
     try {
       const body = await this.fetchSketches(`${replica.url}${sketchesPath}`, signal);
       const report = parseWorkerSketchReport(body);
