@@ -212,7 +212,15 @@ async function adaptiveState(apiUrl: string, endpoint: string): Promise<string[]
   const lines: string[] = [];
   for (const replica of status.status?.replicas ?? []) {
     if (replica.url === undefined) continue;
-    const text = await (await fetch(`${replica.url}/metrics`)).text();
+    let text: string;
+    try {
+      // A fresh connection: the bench's pool may hold one the worker has since closed.
+      const response = await fetch(`${replica.url}/metrics`, { headers: { connection: 'close' } });
+      text = await response.text();
+    } catch (error) {
+      lines.push(`metrics unavailable (${String(error)})`);
+      continue;
+    }
     const value = (line: string): string => line.split(' ').at(-1) ?? '?';
     const gathering = text.split('\n').find((l) => l.startsWith('kiln_worker_batch_gathering{'));
     const costs = text
@@ -352,8 +360,17 @@ export async function run(args: readonly string[]): Promise<void> {
           ]),
         ),
       );
-      for (const line of await adaptiveState(platform.url, `${model.name}-on`))
-        console.log(`${model.name}-on adaptive batcher: ${line}`);
+      // Read twice at most: the API's idle keep-alive connection may have been closed
+      // during the load (ECONNRESET on reuse); a failure is printed, the bench goes on.
+      let state: string[] = [];
+      for (let attempt = 0; attempt < 2 && state.length === 0; attempt++) {
+        try {
+          state = await adaptiveState(platform.url, `${model.name}-on`);
+        } catch (error) {
+          if (attempt === 1) state = [`unavailable (${String(error)})`];
+        }
+      }
+      for (const line of state) console.log(`${model.name}-on adaptive batcher: ${line}`);
     }
   } finally {
     await bench.close();
