@@ -107,7 +107,7 @@ export class WorkerMetrics {
     });
     this.rowCost = new Gauge({
       name: 'kiln_worker_batch_row_cost_seconds',
-      help: 'Measured execution time per row (moving average), by batch size bucket (rows: its largest size)',
+      help: 'Measured execution cost per row in CPU seconds (moving average), by batch size bucket (rows: its largest size)',
       labelNames: ['endpoint', 'version', 'rows'],
       registers: [this.registry],
     });

@@ -100,14 +100,21 @@ export class AdaptiveGathering {
   }
 
   /**
-   * A batch ran: `rows` rows in `executeMicros` (join, run, split), after gathering held its
-   * requests `waitMicros` in all (0 if nothing was held while the model was free).
+   * A batch ran: `rows` rows; when measured (`sample`; the batcher may measure only some
+   * batches), in `executeMicros` (join, run, split), after gathering held its requests
+   * `waitMicros` in all (0 if nothing was held while the model was free).
    */
-  completed(rows: number, executeMicros: number, waitMicros: number, nowMicros: number): void {
-    const bucket = this.costs.record(rows, executeMicros, waitMicros, nowMicros);
-    const cost = this.costs.cost(bucket, nowMicros);
-    if (cost !== null)
-      this.hooks.onRowCost?.(bucketRows(bucket), cost.executeMicrosPerRow, cost.waitMicrosPerRow);
+  completed(
+    rows: number,
+    sample: { readonly executeMicros: number; readonly waitMicros: number } | null,
+    nowMicros: number,
+  ): void {
+    if (sample !== null) {
+      const bucket = this.costs.record(rows, sample.executeMicros, sample.waitMicros, nowMicros);
+      const cost = this.costs.cost(bucket, nowMicros);
+      if (cost !== null)
+        this.hooks.onRowCost?.(bucketRows(bucket), cost.executeMicrosPerRow, cost.waitMicrosPerRow);
+    }
     this.step(nowMicros);
   }
 

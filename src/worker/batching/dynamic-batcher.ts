@@ -36,7 +36,17 @@ export type Priority = 'high' | 'normal';
 export interface BatcherClock {
   /** Microseconds on a monotonic clock. */
   nowMicros(): number;
+  /**
+   * CPU time this process has used, µs (user + system). Given, the adaptive batcher measures
+   * a batch's cost in CPU time — what it takes of the machine, however busy the machine is
+   * (a wall-clock figure also counts the time the process waited for a core) — on a sample
+   * of batches, as reading it is a system call. Absent (tests' fake clocks): wall time.
+   */
+  cpuMicros?(): number;
 }
+
+/** With a CPU clock, one batch in this many is measured (and every batch of a probe). */
+const cpuSampleEvery = 8;
 
 export interface TimerHandle {
   cancel(): void;
@@ -162,6 +172,8 @@ export class DynamicBatcher<T, R> {
   private pumping = false;
   private pumpAgain = false;
   private timer: { readonly atMicros: number; readonly handle: TimerHandle } | null = null;
+  /** Batches dispatched, for sampling their costs. */
+  private dispatched = 0;
   /** When the model last became free (the end of the last batch), µs. */
   private idleSinceMicros = Number.NEGATIVE_INFINITY;
   /** The config without its delay: what readiness follows while not gathering. */
@@ -344,6 +356,15 @@ export class DynamicBatcher<T, R> {
       for (const entry of batch)
         waitMicros += Math.max(0, now - Math.max(entry.arrivalMicros, this.idleSinceMicros));
     }
+    // What this batch costs is measured on the CPU clock when there is one (sampled), else
+    // on the batcher's clock (every batch: reading it is cheap).
+    const clock = this.options.clock;
+    const hasCpu = clock.cpuMicros !== undefined;
+    this.dispatched += 1;
+    const sampled =
+      adaptive !== undefined &&
+      (!hasCpu || adaptive.probing || this.dispatched % cpuSampleEvery === 0);
+    const cpuStart = sampled && hasCpu ? clock.cpuMicros!() : Number.NaN;
     for (const entry of batch) this.unqueue(entry);
     this.running = true;
     this.options.hooks?.onBatch?.(batch.length, rows);
@@ -375,7 +396,13 @@ export class DynamicBatcher<T, R> {
             for (const entry of batch) this.fail(entry, error, now);
             return;
           }
-          adaptive?.completed(rows, run.endedMicros - now, waitMicros, run.endedMicros);
+          if (adaptive !== undefined) {
+            const executeMicros = Number.isNaN(cpuStart)
+              ? run.endedMicros - now
+              : clock.cpuMicros!() - cpuStart;
+            const sample = sampled ? { executeMicros, waitMicros } : null;
+            adaptive.completed(rows, sample, run.endedMicros);
+          }
           batch.forEach((entry, i) =>
             this.settle(entry, {
               kind: 'done',

@@ -4,7 +4,8 @@
 //
 //   bucket:   0     1     2      3      4       …  12
 //   rows:     1     2     3–4    5–8    9–16    …  2049–4096 (and above)
-//   execute   ──────────────────────────────────  the execution's time (join, run, split) ÷ rows
+//   execute   ──────────────────────────────────  the execution's cost (join, run, split) ÷ rows,
+//                                                 in CPU time where the clock has it
 //   wait      ──────────────────────────────────  the wait gathering added (the model idle,
 //                                                 requests held for more) ÷ rows
 //
@@ -25,7 +26,7 @@ export function bucketRows(bucket: number): number {
 }
 
 export interface RowCost {
-  /** Execution time per row, µs (EWMA). */
+  /** Execution cost per row, µs of CPU (or wall time without a CPU clock) (EWMA). */
   readonly executeMicrosPerRow: number;
   /** Wait added by gathering per row, µs (EWMA; 0 when nothing was held for more). */
   readonly waitMicrosPerRow: number;

@@ -30,8 +30,13 @@ const flat: CostModel = (rows) => 100 * rows;
 /** A per-call cost that batching shares out: per-row cost falls with batch size. */
 const falling: CostModel = (rows) => 100 + 10 * rows;
 
-function setup(config: Partial<BatchingConfig> = {}) {
+function setup(config: Partial<BatchingConfig> = {}, cpuCost?: CostModel) {
   const time = new FakeTime();
+  // With `cpuCost`, the clock has a CPU counter too, advanced by that model (the wall clock
+  // by the other): the batcher must then read costs on the CPU counter.
+  let cpuMicros = 0;
+  const clock =
+    cpuCost === undefined ? time : { nowMicros: () => time.micros, cpuMicros: () => cpuMicros };
   const executor = new HeldExecutor<number>(time);
   const events: string[] = [];
   const adaptive = new AdaptiveGathering(options, {
@@ -41,7 +46,7 @@ function setup(config: Partial<BatchingConfig> = {}) {
   const batcher = new DynamicBatcher<number, number>({
     config: { maxBatchSize: 8, maxDelayMicros: 0, maxQueue: 100, ...config },
     executor: executor.run,
-    clock: time,
+    clock,
     scheduler: time,
     adaptive,
   });
@@ -64,6 +69,7 @@ function setup(config: Partial<BatchingConfig> = {}) {
       const batch = executor.batches[done];
       if (batch === undefined) break;
       time.advanceTo(time.micros + cost(batch.rows));
+      if (cpuCost !== undefined) cpuMicros += cpuCost(batch.rows);
       batch.finish();
       sizes.push(batch.rows);
       await settle();
@@ -207,4 +213,15 @@ void test('a model where batching pays only at high concurrency: off at low load
   assert.deepEqual(await burst(16), [1, 8, 7]);
   assert.deepEqual(await burst(16), [1, 8, 7]);
   assert.equal(adaptive.gathering, true);
+});
+
+void test('with a CPU clock, costs are read in CPU time: wall time on a busy machine does not mislead', async () => {
+  // Wall time falls per row with batch size (each execution first waits ~1 ms for a core on
+  // a busy machine), but the model's own work is flat: batching saves nothing.
+  const { adaptive, burst, setCost } = setup({}, flat);
+  setCost((rows) => 1000 + 100 * rows);
+  await burst(8);
+  await burst(8);
+  assert.equal(adaptive.gathering, false);
+  assert.equal(adaptive.cost(0, 0)?.executeMicrosPerRow, 100);
 });
