@@ -2,9 +2,10 @@
 // maxDelayMicros, and runs them joined — or runs each request by itself as soon as the model
 // is free. Decided from what rows cost while serving (row-cost-buckets.ts), not guessed:
 //
-//   gathering pays  ⇔  some batch size measured costs, per row, execution + the wait
-//                      gathering added, at most (1 − gain) × the per-row execution time of
-//                      the smallest size measured (usually one row, nothing held)
+//   gathering pays  ⇔  the larger batch sizes measured cost, per row (pooled, weighted by
+//                      samples), execution + the wait gathering added, at most (1 − gain) ×
+//                      the per-row execution cost of the smallest size measured (usually one
+//                      row, nothing held)
 //
 // A model whose per-call cost dominates (falling per-row cost) keeps gathering; one whose
 // cost is flat in rows (compute-bound at one row, or one that cannot join rows) stops: there
@@ -153,12 +154,16 @@ export class AdaptiveGathering {
     }
     if (base === null) return false; // nothing known: run requests as they come
     const gain = this.decided ? this.options.keepGain : this.options.gain;
-    const threshold = (1 - gain) * base.executeMicrosPerRow;
+    // The larger buckets pooled (weighted by samples), not each alone: on a noisy machine
+    // one of several flat buckets would often read 10 % cheaper by chance.
+    let weighted = 0;
+    let samples = 0;
     for (let larger = bucket + 1; larger < bucketCount; larger++) {
       const cost = this.costs.cost(larger, nowMicros);
       if (cost === null || cost.samples < minSamples) continue;
-      if (cost.executeMicrosPerRow + cost.waitMicrosPerRow <= threshold) return true;
+      weighted += cost.samples * (cost.executeMicrosPerRow + cost.waitMicrosPerRow);
+      samples += cost.samples;
     }
-    return false;
+    return samples > 0 && weighted / samples <= (1 - gain) * base.executeMicrosPerRow;
   }
 }

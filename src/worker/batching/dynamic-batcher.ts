@@ -23,7 +23,7 @@
 // Adaptive (options.adaptive, adaptive-gathering.ts): while it says not to gather, a queue is
 // ready as soon as it holds a request (no delay) and a batch takes one request; while it
 // gathers, the config's rule above applies. Every completed batch reports its rows, its
-// execution time and the wait gathering added to it, which is what that decision reads.
+// execution cost and the wait gathering added to it, which is what that decision reads.
 
 import type { AdaptiveGathering } from './adaptive-gathering.ts';
 import { cutRows, isReady, readyAtMicros } from './batch-policy.ts';

@@ -225,3 +225,16 @@ void test('with a CPU clock, costs are read in CPU time: wall time on a busy mac
   assert.equal(adaptive.gathering, false);
   assert.equal(adaptive.cost(0, 0)?.executeMicrosPerRow, 100);
 });
+
+void test('one larger bucket reading cheap by chance does not turn gathering on: buckets are pooled', () => {
+  const adaptive = new AdaptiveGathering(options);
+  // Per row: 100 µs at 1, 2 and 5–8 rows, 85 at 3–4 (noise): pooled, 95 — not 10 % cheaper.
+  for (let round = 0; round < 2; round++) {
+    adaptive.completed(1, { executeMicros: 100, waitMicros: 0 }, 0);
+    adaptive.completed(2, { executeMicros: 200, waitMicros: 0 }, 0);
+    adaptive.completed(4, { executeMicros: 340, waitMicros: 0 }, 0);
+    adaptive.completed(8, { executeMicros: 800, waitMicros: 0 }, 0);
+  }
+  assert.equal(adaptive.probing, false);
+  assert.equal(adaptive.gathering, false);
+});
