@@ -38,14 +38,15 @@ export interface BatcherClock {
   nowMicros(): number;
   /**
    * CPU time this process has used, µs (user + system). Given, the adaptive batcher measures
-   * a batch's cost in CPU time — what it takes of the machine, however busy the machine is
-   * (a wall-clock figure also counts the time the process waited for a core) — on a sample
-   * of batches, as reading it is a system call. Absent (tests' fake clocks): wall time.
+   * a batch's cost in CPU time from the previous completion to its own — what the requests
+   * took of the machine, however busy it is (a wall-clock figure also counts the time the
+   * process waited for a core) — on a sample, as reading it is a system call (measure()).
+   * Absent (tests' fake clocks): the batch's own wall time.
    */
   cpuMicros?(): number;
 }
 
-/** With a CPU clock, one batch in this many is measured (and every batch of a probe). */
+/** With a CPU clock, one completion pair in this many is measured (and every one of a probe). */
 const cpuSampleEvery = 8;
 
 export interface TimerHandle {
@@ -172,8 +173,10 @@ export class DynamicBatcher<T, R> {
   private pumping = false;
   private pumpAgain = false;
   private timer: { readonly atMicros: number; readonly handle: TimerHandle } | null = null;
-  /** Batches dispatched, for sampling their costs. */
-  private dispatched = 0;
+  /** Batches completed, for sampling their costs on the CPU clock. */
+  private completions = 0;
+  /** The CPU clock at the last completion, when read (NaN: not read). */
+  private cpuMark = Number.NaN;
   /** When the model last became free (the end of the last batch), µs. */
   private idleSinceMicros = Number.NEGATIVE_INFINITY;
   /** The config without its delay: what readiness follows while not gathering. */
@@ -356,15 +359,6 @@ export class DynamicBatcher<T, R> {
       for (const entry of batch)
         waitMicros += Math.max(0, now - Math.max(entry.arrivalMicros, this.idleSinceMicros));
     }
-    // What this batch costs is measured on the CPU clock when there is one (sampled), else
-    // on the batcher's clock (every batch: reading it is cheap).
-    const clock = this.options.clock;
-    const hasCpu = clock.cpuMicros !== undefined;
-    this.dispatched += 1;
-    const sampled =
-      adaptive !== undefined &&
-      (!hasCpu || adaptive.probing || this.dispatched % cpuSampleEvery === 0);
-    const cpuStart = sampled && hasCpu ? clock.cpuMicros!() : Number.NaN;
     for (const entry of batch) this.unqueue(entry);
     this.running = true;
     this.options.hooks?.onBatch?.(batch.length, rows);
@@ -393,16 +387,12 @@ export class DynamicBatcher<T, R> {
           if (results.length !== batch.length) {
             const error = new Error(`executor gave ${results.length} results for ${batch.length}`);
             adaptive?.failed(run.endedMicros);
+            this.cpuMark = Number.NaN;
             for (const entry of batch) this.fail(entry, error, now);
             return;
           }
-          if (adaptive !== undefined) {
-            const executeMicros = Number.isNaN(cpuStart)
-              ? run.endedMicros - now
-              : clock.cpuMicros!() - cpuStart;
-            const sample = sampled ? { executeMicros, waitMicros } : null;
-            adaptive.completed(rows, sample, run.endedMicros);
-          }
+          if (adaptive !== undefined)
+            adaptive.completed(rows, this.measure(adaptive, run, now, waitMicros), run.endedMicros);
           batch.forEach((entry, i) =>
             this.settle(entry, {
               kind: 'done',
@@ -414,6 +404,7 @@ export class DynamicBatcher<T, R> {
         },
         (error: unknown) => {
           adaptive?.failed(this.options.clock.nowMicros());
+          this.cpuMark = Number.NaN;
           for (const entry of batch) this.fail(entry, error, now);
         },
       )
@@ -423,6 +414,32 @@ export class DynamicBatcher<T, R> {
         this.pump();
       })
       .catch(() => undefined); // settle and pump never throw; keep the chain unhandled-free
+  }
+
+  /**
+   * What a completed batch cost. With a CPU clock: the worker's CPU from the previous
+   * completion to this one — the model run and everything else the process did for the
+   * requests meanwhile (reading, decoding, encoding, writing), so every request's whole cost
+   * is counted in some batch, whichever mode ran; read on one completion pair in
+   * cpuSampleEvery, and on every one while probing (it is a system call). Without one (fake
+   * clocks): the batch's own time on the batcher's clock, every batch.
+   */
+  private measure(
+    adaptive: AdaptiveGathering,
+    run: BatchRun,
+    dispatchedMicros: number,
+    waitMicros: number,
+  ): { executeMicros: number; waitMicros: number } | null {
+    const clock = this.options.clock;
+    if (clock.cpuMicros === undefined)
+      return { executeMicros: run.endedMicros - dispatchedMicros, waitMicros };
+    this.completions += 1;
+    const markWanted = adaptive.probing || this.completions % cpuSampleEvery === 0;
+    const hadMark = !Number.isNaN(this.cpuMark);
+    const cpuNow = hadMark || markWanted ? clock.cpuMicros() : Number.NaN;
+    const sample = hadMark ? { executeMicros: cpuNow - this.cpuMark, waitMicros } : null;
+    this.cpuMark = markWanted ? cpuNow : Number.NaN;
+    return sample;
   }
 
   private fail(entry: Entry<T, R>, error: unknown, dispatchedMicros: number): void {
