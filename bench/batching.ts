@@ -6,11 +6,23 @@
 //   cnn   fixtures/bench/cnn-bench.onnx (3×64×64 → 10, made by
 //         fixtures/bench/make_bench_models.py): compute-bound, ≥ 2 ms an image on one thread
 //
-// Each model is registered once and deployed twice, `<model>-on` with batching
-// {maxBatchSize 32, maxDelayMicros 0, maxQueue 1024} and `<model>-off` with `batching:
-// null`, one replica each (one intra-op thread, the worker's default). Load: single-row
-// bodies through the gateway, closed loop at 1, 4, 16 and 64 connections, `--seconds`
-// (default 3) per point; wrk when installed, else the JavaScript client (bench/_load.ts).
+// Each model is registered once and deployed three times, one replica each (one intra-op
+// thread, the worker's default): `<model>-on` with batching {maxBatchSize 32, maxDelayMicros
+// 0, maxQueue 1024} — the adaptive batcher, the default (it gathers only where its measured
+// per-row costs say it pays) —, `<model>-fixed` with the same bounds and `adaptive: false`
+// (the fixed rule: always join what queued), and `<model>-off` with `batching: null`. Load:
+// single-row bodies through the gateway, closed loop at 1, 4, 16 and 64 connections,
+// `--seconds` (default 3) per point, `--rounds` (default 2) rounds whose order alternates
+// (on, off, fixed; then fixed, off, on) so drift on a shared machine falls on all three; a
+// point's figures are the rounds' means. wrk when installed, else the JavaScript client
+// (bench/_load.ts). After each model, the adaptive workers' choice (kiln_worker_batch_gathering)
+// and their measured per-row costs are printed.
+//
+// Goals: never_slower_ratio, the WORST on/off ratio over both models and all concurrencies
+// (≥ 0.97); compute_bound_ceiling_fraction, the CNN's best batching-on rows/s over its
+// in-process ceiling (≥ 0.8). small_model_gain (the MLP's on/off at 64 connections) is printed
+// as a figure, no longer a goal (issue 16: batching can remove only the runtime's per-call
+// cost, a small part of a gateway-bound request).
 // The ceiling: the same model in this process with onnxruntime-node (intraOpNumThreads 1),
 // batches of 1, 4, 16 and 32 rows, measured before the platform starts.
 //
@@ -34,6 +46,9 @@ const root = new URL('../', import.meta.url).pathname;
 const concurrencyLevels = [1, 4, 16, 64] as const;
 const ceilingBatchSizes = [1, 4, 16, 32] as const;
 const batchingOn = { maxBatchSize: 32, maxDelayMicros: 0, maxQueue: 1024 } as const;
+const batchingFixed = { ...batchingOn, adaptive: false } as const;
+const variants = ['on', 'off', 'fixed'] as const;
+type Variant = (typeof variants)[number];
 const sloMs = 50;
 
 interface BenchModel {
@@ -171,12 +186,61 @@ async function measure(
 interface ModelResult {
   readonly model: BenchModel;
   readonly ceiling: readonly CeilingPoint[];
-  /** Per concurrency level: batching on and off. */
-  readonly points: readonly { connections: number; on: LoadPoint; off: LoadPoint }[];
+  /** Per concurrency level: batching on (adaptive), off, and fixed. */
+  readonly points: readonly LevelPoint[];
+}
+
+type LevelPoint = { readonly connections: number } & Record<Variant, LoadPoint>;
+
+/** The rounds' mean (p50/p99 too: a summary of rounds, not a percentile of all requests). */
+function meanPoint(points: readonly LoadPoint[]): LoadPoint {
+  const mean = (pick: (p: LoadPoint) => number): number =>
+    points.reduce((sum, p) => sum + pick(p), 0) / points.length;
+  return {
+    rps: mean((p) => p.rps),
+    p50Ms: mean((p) => p.p50Ms),
+    p99Ms: mean((p) => p.p99Ms),
+    errors: points.reduce((sum, p) => sum + p.errors, 0),
+  };
+}
+
+/** What the adaptive batcher of each replica of `endpoint` chose and measured (its /metrics). */
+async function adaptiveState(apiUrl: string, endpoint: string): Promise<string[]> {
+  const status = (await call(apiUrl, 'GET', `/api/v1/endpoints/${endpoint}`)).body as {
+    status?: { replicas?: { url?: string }[] };
+  };
+  const lines: string[] = [];
+  for (const replica of status.status?.replicas ?? []) {
+    if (replica.url === undefined) continue;
+    let text: string;
+    try {
+      // A fresh connection: the bench's pool may hold one the worker has since closed.
+      const response = await fetch(`${replica.url}/metrics`, { headers: { connection: 'close' } });
+      text = await response.text();
+    } catch (error) {
+      lines.push(`metrics unavailable (${String(error)})`);
+      continue;
+    }
+    const value = (line: string): string => line.split(' ').at(-1) ?? '?';
+    const gathering = text.split('\n').find((l) => l.startsWith('kiln_worker_batch_gathering{'));
+    const costs = text
+      .split('\n')
+      .filter((l) => l.startsWith('kiln_worker_batch_row_cost_seconds{'))
+      .map((l) => `${/rows="(\d+)"/.exec(l)?.[1] ?? '?'}: ${(Number(value(l)) * 1e6).toFixed(1)}`);
+    const probes = text
+      .split('\n')
+      .filter((l) => l.startsWith('kiln_worker_batch_probes_total{'))
+      .map((l) => `${/mode="(\w+)"/.exec(l)?.[1] ?? '?'} ${value(l)}`);
+    lines.push(
+      `gathering ${gathering === undefined ? '?' : value(gathering)}; µs per row by batch rows (≤): ${costs.join(', ')}; probes: ${probes.join(', ') || 'none'}`,
+    );
+  }
+  return lines;
 }
 
 export async function run(args: readonly string[]): Promise<void> {
   const seconds = option(args, 'seconds', 3);
+  const rounds = option(args, 'rounds', 2);
   const useWrk = wrkAvailable();
 
   console.log('ceiling: onnxruntime-node in this process, intraOpNumThreads 1, no HTTP');
@@ -213,11 +277,16 @@ export async function run(args: readonly string[]): Promise<void> {
       await deployEndpoint(platform.url, platform.gatewayUrl, `${model.name}-off`, model.name, {
         batching: null,
       });
+      await deployEndpoint(platform.url, platform.gatewayUrl, `${model.name}-fixed`, model.name, {
+        batching: batchingFixed,
+      });
     }
     console.log(
-      `\nthrough the gateway: one row per request, closed loop, ${seconds} s per point, ${useWrk ? 'wrk (one thread)' : 'the JavaScript client (wrk is not installed)'}`,
+      `\nthrough the gateway: one row per request, closed loop, ${seconds} s per point, ${rounds} round(s) in alternating order, ${useWrk ? 'wrk (one thread)' : 'the JavaScript client (wrk is not installed)'}`,
     );
-    console.log(`batching on: ${JSON.stringify(batchingOn)}; off: null`);
+    console.log(
+      `batching on (adaptive): ${JSON.stringify(batchingOn)}; fixed: ${JSON.stringify(batchingFixed)}; off: null`,
+    );
     for (const model of models) {
       const body = JSON.stringify({
         inputs: [
@@ -229,28 +298,33 @@ export async function run(args: readonly string[]): Promise<void> {
           },
         ],
       });
-      // Warm-up: both endpoints, a second each.
-      for (const suffix of ['on', 'off'])
-        await measure(platform.gatewayUrl, `${model.name}-${suffix}`, body, 4, 1, useWrk);
-      const points: { connections: number; on: LoadPoint; off: LoadPoint }[] = [];
+      // Warm-up: every endpoint, a second each.
+      for (const variant of variants)
+        await measure(platform.gatewayUrl, `${model.name}-${variant}`, body, 4, 1, useWrk);
+      const points: LevelPoint[] = [];
       for (const connections of concurrencyLevels) {
-        const on = await measure(
-          platform.gatewayUrl,
-          `${model.name}-on`,
-          body,
+        const measured: Record<Variant, LoadPoint[]> = { on: [], off: [], fixed: [] };
+        for (let round = 0; round < rounds; round++) {
+          const order = round % 2 === 0 ? variants : [...variants].reverse();
+          for (const variant of order) {
+            measured[variant].push(
+              await measure(
+                platform.gatewayUrl,
+                `${model.name}-${variant}`,
+                body,
+                connections,
+                seconds,
+                useWrk,
+              ),
+            );
+          }
+        }
+        points.push({
           connections,
-          seconds,
-          useWrk,
-        );
-        const off = await measure(
-          platform.gatewayUrl,
-          `${model.name}-off`,
-          body,
-          connections,
-          seconds,
-          useWrk,
-        );
-        points.push({ connections, on, off });
+          on: meanPoint(measured.on),
+          off: meanPoint(measured.off),
+          fixed: meanPoint(measured.fixed),
+        });
       }
       const ceiling = ceilings.get(model.name) ?? [];
       results.push({ model, ceiling, points });
@@ -267,6 +341,7 @@ export async function run(args: readonly string[]): Promise<void> {
             'off p50',
             'off p99',
             'on/off',
+            'fixed/off',
             'on/ceiling',
             'errors',
           ],
@@ -279,11 +354,23 @@ export async function run(args: readonly string[]): Promise<void> {
             p.off.p50Ms,
             p.off.p99Ms,
             p.on.rps / p.off.rps,
+            p.fixed.rps / p.off.rps,
             p.on.rps / best,
-            p.on.errors + p.off.errors,
+            p.on.errors + p.off.errors + p.fixed.errors,
           ]),
         ),
       );
+      // Read twice at most: the API's idle keep-alive connection may have been closed
+      // during the load (ECONNRESET on reuse); a failure is printed, the bench goes on.
+      let state: string[] = [];
+      for (let attempt = 0; attempt < 2 && state.length === 0; attempt++) {
+        try {
+          state = await adaptiveState(platform.url, `${model.name}-on`);
+        } catch (error) {
+          if (attempt === 1) state = [`unavailable (${String(error)})`];
+        }
+      }
+      for (const line of state) console.log(`${model.name}-on adaptive batcher: ${line}`);
     }
   } finally {
     await bench.close();
@@ -323,8 +410,20 @@ export async function run(args: readonly string[]): Promise<void> {
   console.log(
     `cnn: best batching-on ${Math.round(cnnBestOn)} rows/s vs in-process ceiling ${Math.round(cnnCeiling)} rows/s\n`,
   );
-  goal('batching', 'never_slower_ratio', neverSlower, '>=', 1);
-  goal('batching', 'small_model_gain', smallGain, '>=', 1.3);
+  const worstAt = results
+    .flatMap((r) => r.points.map((p) => ({ label: `${r.model.name}@${p.connections}`, p })))
+    .reduce<{ label: string; ratio: number } | null>((a, { label, p }) => {
+      const ratio = p.on.rps / p.off.rps;
+      return a === null || ratio < a.ratio ? { label, ratio } : a;
+    }, null);
+  console.log(
+    `never slower: worst on/off ${worstAt?.ratio.toFixed(3) ?? 'none'} at ${worstAt?.label ?? 'none'}`,
+  );
+  // Retired as a goal (issue 16, item 5): printed as a figure.
+  console.log(
+    `small_model_gain (mlp on/off at 64 connections, not a goal): ${smallGain.toFixed(3)}`,
+  );
+  goal('batching', 'never_slower_ratio', neverSlower, '>=', 0.97);
   goal('batching', 'compute_bound_ceiling_fraction', cnnBestOn / cnnCeiling, '>=', 0.8);
   goal('batching', 'p99_within_slo', worst?.p99Ms ?? Number.NaN, '<=', sloMs);
 }

@@ -185,6 +185,7 @@ export interface BatchingSettings {
   maxDelayMicros?: number;
   preferredBatchSizes?: number[];
   maxQueue?: number;
+  adaptive?: boolean;
 }
 
 /** `PUT /api/v1/endpoints/{name}`: give `version` or `alias`, or neither for the latest. */

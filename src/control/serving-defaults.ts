@@ -5,6 +5,8 @@
 //                      fastest unbatched at low load; onnx on, {32 rows, 2 ms, 256 queued}
 //   batching null    → off, whatever the runtime
 //   batching {…}     → as given
+// Either way the batcher is adaptive (gathers only where measured costs say it pays) unless
+// the object says `adaptive: false`; its delay and size are upper bounds.
 // The rest of the config minus the gateway's and the batcher's fields goes to the runtime.
 // At deploy, completeEndpointConfig fills a partial batching object before it is stored.
 //
@@ -130,6 +132,8 @@ export function completeEndpointConfig(
     maxBatchSize,
     maxDelayMicros: batching.maxDelayMicros ?? onnxDefaultBatching.maxDelayMicros,
     maxQueue: batching.maxQueue ?? onnxDefaultBatching.maxQueue,
+    // Stored only when given: absent is adaptive, and existing endpoints keep their revision.
+    ...(batching.adaptive === undefined ? {} : { adaptive: batching.adaptive }),
   };
   const preferred = batching.preferredBatchSizes;
   if (preferred === undefined || preferred.length === 0) return { ...rest, batching: complete };

@@ -17,6 +17,12 @@ export interface BatchingConfig {
   readonly preferredBatchSizes?: readonly number[];
   /** Requests that may wait; beyond this, new ones are shed with 429 + Retry-After. */
   readonly maxQueue: number;
+  /**
+   * Absent or true: the batcher measures what rows cost by batch size and gathers (waits up
+   * to maxDelayMicros, joins requests) only where that pays (adaptive-gathering.ts); false:
+   * it always gathers, by the rule above (the fixed behaviour before issue 16).
+   */
+  readonly adaptive?: boolean;
 }
 
 export interface EndpointConfig extends RuntimeConfig {

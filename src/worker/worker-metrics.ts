@@ -19,6 +19,11 @@ export class WorkerMetrics {
   readonly queueWait: Histogram<Series>;
   readonly shed: Counter<Series>;
   readonly expired: Counter<Series>;
+  /** The adaptive batcher's choice, and the costs it read (adaptive-gathering.ts). */
+  readonly gathering: Gauge<Series>;
+  readonly rowCost: Gauge<Series | 'rows'>;
+  readonly gatherWait: Gauge<Series | 'rows'>;
+  readonly probes: Counter<Series | 'mode'>;
 
   constructor(labels: { replica: string }) {
     this.registry.setDefaultLabels(labels);
@@ -94,6 +99,30 @@ export class WorkerMetrics {
       labelNames: ['endpoint', 'version'],
       registers: [this.registry],
     });
+    this.gathering = new Gauge({
+      name: 'kiln_worker_batch_gathering',
+      help: '1 while the batcher gathers (waits up to its delay, joins requests); 0 while it runs each request as it comes',
+      labelNames: ['endpoint', 'version'],
+      registers: [this.registry],
+    });
+    this.rowCost = new Gauge({
+      name: 'kiln_worker_batch_row_cost_seconds',
+      help: 'Measured execution cost per row in CPU seconds (moving average), by batch size bucket (rows: its largest size)',
+      labelNames: ['endpoint', 'version', 'rows'],
+      registers: [this.registry],
+    });
+    this.gatherWait = new Gauge({
+      name: 'kiln_worker_batch_gather_wait_seconds',
+      help: 'Wait gathering added per row while the model was free (moving average), by batch size bucket',
+      labelNames: ['endpoint', 'version', 'rows'],
+      registers: [this.registry],
+    });
+    this.probes = new Counter({
+      name: 'kiln_worker_batch_probes_total',
+      help: 'Probes of the adaptive batcher, by the mode probed (gather or alone)',
+      labelNames: ['endpoint', 'version', 'mode'],
+      registers: [this.registry],
+    });
   }
 
   /**
@@ -106,12 +135,30 @@ export class WorkerMetrics {
     const depth = this.queueDepth.labels(labels);
     const executions = this.executions.labels(labels);
     const batchSize = this.batchSize.labels(labels);
+    const gathering = this.gathering.labels(labels);
+    const byBucket = new Map<
+      number,
+      { cost: { set(v: number): void }; wait: { set(v: number): void } }
+    >();
     return {
       onQueueDepth: (queued) => depth.set(queued),
       onExecution: (rows) => {
         executions.inc();
         batchSize.observe(rows);
       },
+      onGathering: (on) => gathering.set(on ? 1 : 0),
+      // Children bound per bucket on first use: no label hashing per batch.
+      onRowCost: (bucketRows, executeMicrosPerRow, waitMicrosPerRow) => {
+        let children = byBucket.get(bucketRows);
+        if (children === undefined) {
+          const series = { ...labels, rows: String(bucketRows) };
+          children = { cost: this.rowCost.labels(series), wait: this.gatherWait.labels(series) };
+          byBucket.set(bucketRows, children);
+        }
+        children.cost.set(executeMicrosPerRow / 1e6);
+        children.wait.set(waitMicrosPerRow / 1e6);
+      },
+      onProbe: (gather) => this.probes.inc({ ...labels, mode: gather ? 'gather' : 'alone' }),
     };
   }
 }

@@ -66,4 +66,18 @@ void test('endpoints show: batching in words', () => {
     }),
     'max 32 rows, wait ≤ 2000 µs, preferred 8/16, queue 256',
   );
+  assert.equal(
+    batchingText({ maxBatchSize: 8, maxDelayMicros: 0, maxQueue: 64, adaptive: false }),
+    'max 8 rows, wait ≤ 0 µs, queue 64, fixed (not adaptive)',
+  );
+});
+
+void test('--fixed-batching sends adaptive: false (batching on, the rest defaulted)', () => {
+  assert.deepEqual(deployBody(ref, { ...defaults, fixedBatching: true }).config, {
+    batching: { adaptive: false },
+  });
+  assert.throws(
+    () => deployBody(ref, { ...defaults, batching: false, fixedBatching: true }),
+    (error: unknown) => error instanceof CliError && error.code === 'KILN_USAGE',
+  );
 });

@@ -51,6 +51,11 @@ void test('a partial batching config is completed; preferred sizes sorted and ch
   );
   assert.deepEqual(completeEndpointConfig({ batching: null }), { batching: null });
   assert.deepEqual(completeEndpointConfig({ timeoutMs: 5 }), { timeoutMs: 5 });
+  // `adaptive` is stored only when given (absent = adaptive), so existing endpoints' stored
+  // configs, and their worker revisions, do not change.
+  assert.deepEqual(completeEndpointConfig({ batching: { adaptive: false } }), {
+    batching: { maxBatchSize: 32, maxDelayMicros: 0, maxQueue: 256, adaptive: false },
+  });
   assert.throws(
     () => completeEndpointConfig({ batching: { maxBatchSize: 8, preferredBatchSizes: [16] } }),
     (error: unknown) => error instanceof KilnError && error.code === 'KILN_VALIDATION_FAILED',

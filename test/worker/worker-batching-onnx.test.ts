@@ -1,6 +1,7 @@
 // A real worker (startWorker, in process) serving fixtures/onnx/mlp.onnx with batching on:
 // concurrent requests of 1–3 rows come back with torch's reference outputs (within 1e-4),
-// from fewer model executions than requests.
+// from fewer model executions than requests; the adaptive batcher (the default) gives the
+// same answers whichever mode it settles in, and shows its choice in the metrics.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -104,4 +105,38 @@ void test('close() drains: requests queued in the batcher are run and answered',
   const closed = worker.close();
   checkRows(await pending, 0, 2);
   await closed;
+});
+
+void test('adaptive batching (the default) gives the reference outputs in every mode it runs', async (t) => {
+  // No delay (the ONNX default): the cold-start probe joins what queues, then the batcher
+  // decides from what it measured; answers must not depend on that.
+  const worker = await start({ maxBatchSize: 32, maxDelayMicros: 0, maxQueue: 64 });
+  t.after(() => worker.close());
+  const plan = requests();
+  for (let round = 0; round < 6; round++) {
+    const results = await Promise.all(
+      plan.map(({ first, rows }) => inferRows(worker, first, rows)),
+    );
+    plan.forEach(({ first, rows }, i) => checkRows(results[i] ?? [], first, rows));
+  }
+  assert.equal(await counter(worker, 'kiln_worker_requests_total'), plan.length * 6);
+  const text = await (await fetch(`${worker.url}/metrics`)).text();
+  assert.match(text, /kiln_worker_batch_gathering\{[^}]*endpoint="mlp"[^}]*\} [01]\n/);
+  assert.match(text, /kiln_worker_batch_row_cost_seconds\{[^}]*rows="\d+"[^}]*\} [0-9.e-]+\n/);
+});
+
+void test('adaptive: false keeps the fixed rule: one batch of all the rows', async (t) => {
+  const worker = await start({
+    maxBatchSize: totalRows,
+    maxDelayMicros: 60_000_000,
+    maxQueue: 64,
+    adaptive: false,
+  });
+  t.after(() => worker.close());
+  const plan = requests();
+  const results = await Promise.all(plan.map(({ first, rows }) => inferRows(worker, first, rows)));
+  plan.forEach(({ first, rows }, i) => checkRows(results[i] ?? [], first, rows));
+  assert.equal(await counter(worker, 'kiln_worker_batch_executions_total'), 1);
+  const text = await (await fetch(`${worker.url}/metrics`)).text();
+  assert.doesNotMatch(text, /kiln_worker_batch_gathering\{/);
 });

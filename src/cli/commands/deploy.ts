@@ -1,7 +1,7 @@
 // `kiln deploy MODEL[:VERSION|@ALIAS] --endpoint NAME`: create or update an endpoint (one
 // PUT; the control plane reconciles workers towards it), then, with --wait, poll it until
 // every replica is ready or --timeout-s passes. Batching flags (--max-batch, --max-delay-us,
-// --preferred-batch, --queue) turn batching on with those settings (the platform fills the
+// --preferred-batch, --queue, --fixed-batching) turn batching on with those settings (the platform fills the
 // rest); --no-batching turns it off; neither leaves the runtime's default. LLM flags
 // (--kv-cache-bytes, --block-size, --max-seqs, --max-batched-tokens, --max-waiting,
 // --[no-]prefix-caching, --max-n, …) set the hf-llm engine's settings (`config.llm`);
@@ -72,6 +72,8 @@ export interface DeployOptions extends LlmFlags, RolloutFlags, ResourceFlags {
   readonly maxBatch?: number;
   readonly maxDelayUs?: number;
   readonly preferredBatch?: number[];
+  /** --fixed-batching: batching.adaptive false. */
+  readonly fixedBatching?: boolean;
   readonly queue?: number;
   /** false with --no-batching (commander's default for a --no- flag is true). */
   readonly batching?: boolean;
@@ -136,6 +138,10 @@ export function registerDeployCommand(program: Command): void {
     )
     .option('--preferred-batch <sizes>', 'batching: preferred batch sizes, e.g. 8,16', integerList)
     .option('--queue <n>', 'batching: requests that may wait; beyond it, 429', integerOption(1))
+    .option(
+      '--fixed-batching',
+      'batching: always wait and join by --max-delay-us/--max-batch (default: only where measured costs say it pays)',
+    )
     .option('--no-batching', 'run each request by itself (default: per runtime)')
     .option(
       '--timeout-ms <ms>',
@@ -333,6 +339,7 @@ export function keepCurrent(
     };
     if (now.preferredBatchSizes !== undefined)
       merged.preferredBatchSizes = [...now.preferredBatchSizes];
+    if (now.adaptive !== undefined) merged.adaptive = now.adaptive;
     Object.assign(merged, given.config.batching);
     // A new maximum without new preferred sizes keeps only the current ones that still fit.
     const max = given.config.batching.maxBatchSize;
@@ -408,6 +415,7 @@ export function deployBody(
   if (options.maxDelayUs !== undefined) batching.maxDelayMicros = options.maxDelayUs;
   if (options.preferredBatch !== undefined) batching.preferredBatchSizes = options.preferredBatch;
   if (options.queue !== undefined) batching.maxQueue = options.queue;
+  if (options.fixedBatching === true) batching.adaptive = false;
   if (options.batching === false) {
     if (Object.keys(batching).length > 0)
       throw usageError('--no-batching cannot be combined with batching settings');

@@ -130,7 +130,8 @@ export function batchingText(batching: Endpoint['config']['batching']): string {
   return (
     `max ${batching.maxBatchSize} rows, wait ≤ ${batching.maxDelayMicros} µs` +
     (preferred.length > 0 ? `, preferred ${preferred.join('/')}` : '') +
-    `, queue ${batching.maxQueue}`
+    `, queue ${batching.maxQueue}` +
+    (batching.adaptive === false ? ', fixed (not adaptive)' : '')
   );
 }
 

@@ -51,6 +51,8 @@ const deployBody = {
               uniqueItems: true,
             },
             maxQueue: { type: 'integer', minimum: 1, maximum: 100_000 },
+            // false: always gather by the fixed rule (default: adaptive).
+            adaptive: { type: 'boolean' },
           },
         },
         timeoutMs: { type: 'integer', minimum: 1, maximum: 3_600_000 },

@@ -5,6 +5,10 @@ import type { BatcherClock, BatcherScheduler } from './dynamic-batcher.ts';
 
 export const monotonicClock: BatcherClock = {
   nowMicros: () => performance.now() * 1000,
+  cpuMicros: () => {
+    const usage = process.cpuUsage();
+    return usage.user + usage.system;
+  },
 };
 
 export const timerScheduler: BatcherScheduler = {

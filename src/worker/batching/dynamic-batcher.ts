@@ -19,7 +19,13 @@
 // threw) | expired (its deadline passed while queued; it is never run) | cancelled (its
 // AbortSignal fired while queued). Shedding is the enqueue's return value, never a settle.
 // pump() runs on every enqueue, cancel, timer and batch completion; it never re-enters.
+//
+// Adaptive (options.adaptive, adaptive-gathering.ts): while it says not to gather, a queue is
+// ready as soon as it holds a request (no delay) and a batch takes one request; while it
+// gathers, the config's rule above applies. Every completed batch reports its rows, its
+// execution cost and the wait gathering added to it, which is what that decision reads.
 
+import type { AdaptiveGathering } from './adaptive-gathering.ts';
 import { cutRows, isReady, readyAtMicros } from './batch-policy.ts';
 import { DeadlineHeap } from './deadline-heap.ts';
 import { RequestList, type ListNode } from './request-list.ts';
@@ -30,7 +36,18 @@ export type Priority = 'high' | 'normal';
 export interface BatcherClock {
   /** Microseconds on a monotonic clock. */
   nowMicros(): number;
+  /**
+   * CPU time this process has used, µs (user + system). Given, the adaptive batcher measures
+   * a batch's cost in CPU time from the previous completion to its own — what the requests
+   * took of the machine, however busy it is (a wall-clock figure also counts the time the
+   * process waited for a core) — on a sample, as reading it is a system call (measure()).
+   * Absent (tests' fake clocks): the batch's own wall time.
+   */
+  cpuMicros?(): number;
 }
+
+/** With a CPU clock, one completion pair in this many is measured (and every one of a probe). */
+const cpuSampleEvery = 8;
 
 export interface TimerHandle {
   cancel(): void;
@@ -127,6 +144,8 @@ export interface DynamicBatcherOptions<T, R> {
   readonly clock: BatcherClock;
   readonly scheduler: BatcherScheduler;
   readonly hooks?: BatcherHooks;
+  /** Absent: the config's fixed rule, always. */
+  readonly adaptive?: AdaptiveGathering;
 }
 
 interface Entry<T, R> extends ListNode<Entry<T, R>> {
@@ -154,6 +173,14 @@ export class DynamicBatcher<T, R> {
   private pumping = false;
   private pumpAgain = false;
   private timer: { readonly atMicros: number; readonly handle: TimerHandle } | null = null;
+  /** Batches completed, for sampling their costs on the CPU clock. */
+  private completions = 0;
+  /** The CPU clock at the last completion, when read (NaN: not read). */
+  private cpuMark = Number.NaN;
+  /** When the model last became free (the end of the last batch), µs. */
+  private idleSinceMicros = Number.NEGATIVE_INFINITY;
+  /** The config without its delay: what readiness follows while not gathering. */
+  private readonly noWait: BatchingConfig;
   /** A deferred pump is scheduled (scheduler.soon). */
   private pumpSoon = false;
   /** The queue depth changed since the hook last heard of it. */
@@ -168,7 +195,15 @@ export class DynamicBatcher<T, R> {
     (entry) => entry.list === null,
   );
 
-  constructor(private readonly options: DynamicBatcherOptions<T, R>) {}
+  constructor(private readonly options: DynamicBatcherOptions<T, R>) {
+    this.noWait = { ...options.config, maxDelayMicros: 0 };
+  }
+
+  /** The rule readiness follows now: the config's, or no waiting while not gathering. */
+  private get rule(): BatchingConfig {
+    const adaptive = this.options.adaptive;
+    return adaptive === undefined || adaptive.gathering ? this.options.config : this.noWait;
+  }
 
   /** Requests waiting in queues (not counting the batch that is running). */
   get depth(): number {
@@ -261,6 +296,7 @@ export class DynamicBatcher<T, R> {
         const now = this.options.clock.nowMicros();
         this.expireDue(now);
         if (!this.running) {
+          this.options.adaptive?.tick(now);
           const queue = this.pickReady(now);
           if (queue !== null) this.dispatch(queue, now);
         }
@@ -282,7 +318,7 @@ export class DynamicBatcher<T, R> {
     let bestOldest = 0;
     for (const queue of this.queues.values()) {
       const state = queueState(queue);
-      if (!isReady(state, this.options.config, now, this.draining)) continue;
+      if (!isReady(state, this.rule, now, this.draining)) continue;
       const high = queue.high.size > 0;
       if (
         best === null ||
@@ -296,13 +332,18 @@ export class DynamicBatcher<T, R> {
   }
 
   private dispatch(queue: ShapeQueue<T, R>, now: number): void {
+    const adaptive = this.options.adaptive;
+    const gathering = adaptive?.gathering ?? true;
     const limit = cutRows(queue.rows, this.options.config);
     const batch: Entry<T, R>[] = [];
     let rows = 0;
     for (const list of [queue.high, queue.normal]) {
       let entry = list.head;
       while (entry !== null) {
-        if (batch.length > 0 && (rows + entry.request.rows > limit || entry.request.alone === true))
+        if (
+          batch.length > 0 &&
+          (!gathering || rows + entry.request.rows > limit || entry.request.alone === true)
+        )
           break;
         batch.push(entry);
         rows += entry.request.rows;
@@ -310,6 +351,13 @@ export class DynamicBatcher<T, R> {
         entry = entry.next;
       }
       if (entry !== null) break; // something did not fit: keep the order, stop here
+    }
+    // The wait gathering added: time requests were held while the model was free. Only a
+    // delay holds them (with none, a request waits only for the model or this turn's code).
+    let waitMicros = 0;
+    if (adaptive !== undefined && gathering && this.options.config.maxDelayMicros > 0) {
+      for (const entry of batch)
+        waitMicros += Math.max(0, now - Math.max(entry.arrivalMicros, this.idleSinceMicros));
     }
     for (const entry of batch) this.unqueue(entry);
     this.running = true;
@@ -338,9 +386,13 @@ export class DynamicBatcher<T, R> {
           run.endedMicros = this.options.clock.nowMicros();
           if (results.length !== batch.length) {
             const error = new Error(`executor gave ${results.length} results for ${batch.length}`);
+            adaptive?.failed(run.endedMicros);
+            this.cpuMark = Number.NaN;
             for (const entry of batch) this.fail(entry, error, now);
             return;
           }
+          if (adaptive !== undefined)
+            adaptive.completed(rows, this.measure(adaptive, run, now, waitMicros), run.endedMicros);
           batch.forEach((entry, i) =>
             this.settle(entry, {
               kind: 'done',
@@ -351,14 +403,43 @@ export class DynamicBatcher<T, R> {
           );
         },
         (error: unknown) => {
+          adaptive?.failed(this.options.clock.nowMicros());
+          this.cpuMark = Number.NaN;
           for (const entry of batch) this.fail(entry, error, now);
         },
       )
       .finally(() => {
         this.running = false;
+        this.idleSinceMicros = this.options.clock.nowMicros();
         this.pump();
       })
       .catch(() => undefined); // settle and pump never throw; keep the chain unhandled-free
+  }
+
+  /**
+   * What a completed batch cost. With a CPU clock: the worker's CPU from the previous
+   * completion to this one — the model run and everything else the process did for the
+   * requests meanwhile (reading, decoding, encoding, writing), so every request's whole cost
+   * is counted in some batch, whichever mode ran; read on one completion pair in
+   * cpuSampleEvery, and on every one while probing (it is a system call). Without one (fake
+   * clocks): the batch's own time on the batcher's clock, every batch.
+   */
+  private measure(
+    adaptive: AdaptiveGathering,
+    run: BatchRun,
+    dispatchedMicros: number,
+    waitMicros: number,
+  ): { executeMicros: number; waitMicros: number } | null {
+    const clock = this.options.clock;
+    if (clock.cpuMicros === undefined)
+      return { executeMicros: run.endedMicros - dispatchedMicros, waitMicros };
+    this.completions += 1;
+    const markWanted = adaptive.probing || this.completions % cpuSampleEvery === 0;
+    const hadMark = !Number.isNaN(this.cpuMark);
+    const cpuNow = hadMark || markWanted ? clock.cpuMicros() : Number.NaN;
+    const sample = hadMark ? { executeMicros: cpuNow - this.cpuMark, waitMicros } : null;
+    this.cpuMark = markWanted ? cpuNow : Number.NaN;
+    return sample;
   }
 
   private fail(entry: Entry<T, R>, error: unknown, dispatchedMicros: number): void {
@@ -386,8 +467,8 @@ export class DynamicBatcher<T, R> {
     for (const queue of this.queues.values()) {
       if (!this.running) {
         const state = queueState(queue);
-        if (!isReady(state, this.options.config, now, this.draining))
-          next = Math.min(next, readyAtMicros(state, this.options.config));
+        if (!isReady(state, this.rule, now, this.draining))
+          next = Math.min(next, readyAtMicros(state, this.rule));
       }
     }
     const soonest = this.deadlines.peek();

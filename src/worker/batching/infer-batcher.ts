@@ -10,9 +10,18 @@
 // first dimension -1). A model with a fixed-size output (a label table [3]) or an open-rank
 // one cannot be split back by rows, however many rows the batch has: its requests still
 // queue (deadlines, priorities, shedding), but each runs alone.
+//
+// Unless the config says `adaptive: false`, the batcher gathers only while measured per-row
+// costs say it pays (adaptive-gathering.ts); the config's delay and size stay upper bounds.
 
 import type { InferOutcome, InferRequest, ModelRuntime } from '../../runtimes/runtime.ts';
 import type { BatchingConfig } from '../../store/serving-records.ts';
+import {
+  AdaptiveGathering,
+  defaultAdaptiveGathering,
+  type AdaptiveGatheringHooks,
+  type AdaptiveGatheringOptions,
+} from './adaptive-gathering.ts';
 import { monotonicClock, timerScheduler } from './batch-timers.ts';
 import { concatRequests, splitOutputs } from './batch-tensors.ts';
 import {
@@ -26,7 +35,7 @@ import {
 export type InferBatcher = DynamicBatcher<InferRequest, InferOutcome>;
 
 /** The batcher's hooks, and one for every model execution (a rerun alone counts too). */
-export interface InferBatcherHooks extends BatcherHooks {
+export interface InferBatcherHooks extends BatcherHooks, AdaptiveGatheringHooks {
   /** The model is about to run once, on `rows` rows. */
   onExecution?(rows: number): void;
 }
@@ -35,6 +44,8 @@ export interface InferBatcherOptions {
   readonly hooks?: InferBatcherHooks;
   readonly clock?: BatcherClock;
   readonly scheduler?: BatcherScheduler;
+  /** The adaptive batcher's tuning (tests); used unless the config has `adaptive: false`. */
+  readonly adaptive?: AdaptiveGatheringOptions;
 }
 
 export function createInferBatcher(
@@ -43,6 +54,10 @@ export function createInferBatcher(
   options: InferBatcherOptions = {},
 ): InferBatcher {
   const joinable = joinsAlongRows(runtime);
+  const adaptive =
+    config.adaptive === false
+      ? undefined
+      : new AdaptiveGathering(options.adaptive ?? defaultAdaptiveGathering, options.hooks ?? {});
   return new DynamicBatcher<InferRequest, InferOutcome>({
     config,
     executor: (requests, _rows, run) =>
@@ -57,6 +72,7 @@ export function createInferBatcher(
     clock: options.clock ?? monotonicClock,
     scheduler: options.scheduler ?? timerScheduler,
     ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
+    ...(adaptive === undefined ? {} : { adaptive }),
   });
 }
 

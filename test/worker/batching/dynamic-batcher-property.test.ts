@@ -4,9 +4,11 @@
 //   - a batch of several requests never exceeds maxBatchSize rows, and shares one key;
 //   - an expired or cancelled request never reaches the executor, and nothing runs twice;
 //   - at most one batch runs at a time; the queue never holds more than maxQueue.
+// Odd seeds run the adaptive batcher (short probes, so both modes and their switches occur).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { AdaptiveGathering } from '../../../src/worker/batching/adaptive-gathering.ts';
 import { DynamicBatcher, type Priority } from '../../../src/worker/batching/dynamic-batcher.ts';
 import type { BatchingConfig } from '../../../src/store/serving-records.ts';
 import { createRandom } from '../../../src/core/random.ts';
@@ -52,8 +54,21 @@ async function run(seed: number): Promise<void> {
   let running = 0;
   const finishers: { at: number; finish: () => void }[] = [];
 
+  const adaptive =
+    seed % 2 === 1
+      ? new AdaptiveGathering({
+          probeIntervalMicros: 20_000,
+          probeBatches: 2,
+          minSamples: 1,
+          weight: 0.5,
+          staleMicros: 100_000,
+          gain: 0.1,
+          keepGain: 0.05,
+        })
+      : undefined;
   const batcher = new DynamicBatcher<Item, number>({
     config,
+    ...(adaptive === undefined ? {} : { adaptive }),
     clock: time,
     scheduler: time,
     executor: (items, rows) => {
