@@ -44,9 +44,8 @@ function toMs(value: string, unit: string): number {
   }
 }
 
-/** POSTs `body` to `url` with `connections` connections on one thread for `seconds`. */
-export function runWrk(url: string, body: string, connections: number, seconds: number): WrkResult {
-  const dir = mkdtempSync(join(tmpdir(), 'kiln-wrk-'));
+/** Writes `body` and a wrk Lua script that POSTs it as JSON into `dir`; returns the script's path. */
+export function wrkScript(dir: string, body: string): string {
   const bodyPath = join(dir, 'body.json');
   writeFileSync(bodyPath, body);
   const script = join(dir, 'post.lua');
@@ -60,6 +59,12 @@ export function runWrk(url: string, body: string, connections: number, seconds: 
       'wrk.headers["Content-Type"] = "application/json"',
     ].join('\n'),
   );
+  return script;
+}
+
+/** POSTs `body` to `url` with `connections` connections on one thread for `seconds`. */
+export function runWrk(url: string, body: string, connections: number, seconds: number): WrkResult {
+  const script = wrkScript(mkdtempSync(join(tmpdir(), 'kiln-wrk-')), body);
   const out = spawnSync(
     'wrk',
     ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', script, url],

@@ -36,6 +36,7 @@ import { join } from 'node:path';
 
 import { startBenchPlatform, type BenchPlatform } from './_platform.ts';
 import { table } from './_report.ts';
+import { parseWrkOutput, wrkScript, type WrkResult } from './_wrk.ts';
 import {
   childPids,
   machineBusyMs,
@@ -82,51 +83,8 @@ function option(args: readonly string[], name: string, fallback: number): number
 
 // ── wrk, run asynchronously so its own process can be sampled ─────────────────────────────
 
-interface WrkOutcome {
-  readonly rps: number;
-  readonly p50Ms: number;
-  readonly p90Ms: number;
-  readonly p99Ms: number;
-  readonly errors: number;
-}
-
-function parseWrk(out: string): WrkOutcome {
-  const ms = (value: string, unit: string): number =>
-    Number(value) * (unit === 'us' ? 0.001 : unit === 's' ? 1000 : 1);
-  const at = (p: string): number => {
-    const m = new RegExp(`^\\s+${p}%\\s+([\\d.]+)(us|ms|s)\\s*$`, 'm').exec(out);
-    return m === null ? Number.NaN : ms(m[1] ?? '', m[2] ?? '');
-  };
-  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
-  const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-  return {
-    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? Number.NaN),
-    p50Ms: at('50'),
-    p90Ms: at('90'),
-    p99Ms: at('99'),
-    errors: non2xx + (sock === null ? 0 : sock.slice(1).reduce((s, v) => s + Number(v), 0)),
-  };
-}
-
-function wrkScript(dir: string, body: string): string {
-  const bodyPath = join(dir, 'body.json');
-  writeFileSync(bodyPath, body);
-  const script = join(dir, 'post.lua');
-  writeFileSync(
-    script,
-    [
-      'wrk.method = "POST"',
-      `local f = io.open("${bodyPath}", "rb")`,
-      'wrk.body = f:read("*a")',
-      'f:close()',
-      'wrk.headers["Content-Type"] = "application/json"',
-    ].join('\n'),
-  );
-  return script;
-}
-
 interface Window {
-  readonly wrk: WrkOutcome;
+  readonly wrk: WrkResult;
   /** Per process label: rates over the sampled window. */
   readonly procs: Map<string, ProcRates | null>;
   /** The whole machine's busy CPU over the window, in cores. */
@@ -202,7 +160,7 @@ async function runWindow(
   }
   const machineCores =
     busyA === null || busyB === null ? Number.NaN : (busyB - busyA) / 1000 / elapsedS;
-  return { wrk: parseWrk(out), procs, machineCores, fromMs, toMs };
+  return { wrk: parseWrkOutput(out), procs, machineCores, fromMs, toMs };
 }
 
 // ── the Kiln processes' own diagnostics ─────────────────────────────────────────────────
