@@ -85,6 +85,23 @@ export const errorRegistry = {
     retryable: true,
     template: 'the store is busy: {reason}',
   },
+  KILN_STORE_UNAVAILABLE: {
+    status: 503,
+    retryable: true,
+    template: 'the store cannot be reached: {reason}',
+    hint: 'check the store URL (--store / KILN_STORE_URL), that the server runs and that the role may connect',
+  },
+  KILN_STORE_SCHEMA_NEWER: {
+    status: 500,
+    retryable: false,
+    template: 'the store schema is at version {current} but this Kiln knows only up to {latest}',
+    hint: 'upgrade Kiln: an older release must not write to a newer schema',
+  },
+  KILN_LEADER_FENCED: {
+    status: 409,
+    retryable: false,
+    template: 'this control plane lost the leader lease (held epoch {epoch}, now {current}); its write was refused',
+  },
   // --- artifacts ---
   KILN_INVALID_PATH: {
     status: 400,
