@@ -12,7 +12,7 @@ import type {
 } from '../serving-records.ts';
 import type { EndpointWriteOptions } from '../store.ts';
 
-interface EndpointRow {
+export interface EndpointRow {
   name: string;
   team: string;
   model: string;
@@ -24,7 +24,7 @@ interface EndpointRow {
   updated_at: string;
 }
 
-interface ApiKeyRow {
+export interface ApiKeyRow {
   id: string;
   name: string;
   sha256: string;
@@ -34,11 +34,11 @@ interface ApiKeyRow {
   created_at: string;
 }
 
-const endpointSelect = `SELECT e.name, e.team, m.name AS model, v.version, e.ref, e.replicas,
+export const endpointSelect = `SELECT e.name, e.team, m.name AS model, v.version, e.ref, e.replicas,
   e.config_json, e.created_at, e.updated_at
   FROM endpoints e JOIN models m ON m.id = e.model_id JOIN model_versions v ON v.id = e.version_id`;
 
-function toEndpoint(row: EndpointRow): EndpointRecord {
+export function toEndpoint(row: EndpointRow): EndpointRecord {
   return {
     name: row.name,
     team: row.team,
@@ -52,7 +52,7 @@ function toEndpoint(row: EndpointRow): EndpointRecord {
   };
 }
 
-function toApiKey(row: ApiKeyRow): ApiKeyRecord {
+export function toApiKey(row: ApiKeyRow): ApiKeyRecord {
   return {
     id: row.id,
     name: row.name,

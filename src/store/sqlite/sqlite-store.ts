@@ -165,11 +165,7 @@ export class SqliteStore implements Store {
       };
       const current = row.v ?? 0;
       const latest = migrations.at(-1)?.version ?? 0;
-      if (current > latest) {
-        throw kilnError('KILN_INTERNAL', {
-          reason: `the database schema is at version ${current} but this Kiln knows only up to ${latest}; upgrade Kiln`,
-        });
-      }
+      if (current > latest) throw kilnError('KILN_STORE_SCHEMA_NEWER', { current, latest });
       for (const m of migrations) {
         if (m.version <= current) continue;
         this.db.exec(m.sql);
