@@ -22,8 +22,11 @@ import {
 } from '../traffic-records.ts';
 import { trafficUsersOf } from '../version-users.ts';
 import {
+  toModel,
   toModelVersion,
   versionColumns,
+  versionInsertColumns,
+  versionInsertValues,
   type FileRow,
   type ModelRow,
   type VersionRow,
@@ -93,20 +96,13 @@ async function toModels(db: PgQueryable, rows: readonly ModelRow[]): Promise<Mod
        WHERE a.model_id = ANY($1) ORDER BY a.alias COLLATE "C"`,
     [ids],
   );
-  return rows.map((row) => {
-    const stat = stats.rows.find((s) => s.model_id === row.id);
-    return {
-      name: row.name,
-      team: row.team,
-      description: row.description,
-      createdAt: row.created_at,
-      latestVersion: stat?.latest ?? null,
-      versionCount: stat?.n ?? 0,
-      aliases: Object.fromEntries(
-        aliases.rows.filter((a) => a.model_id === row.id).map((a) => [a.alias, a.version]),
-      ),
-    };
-  });
+  return rows.map((row) =>
+    toModel(
+      row,
+      stats.rows.find((s) => s.model_id === row.id) ?? { latest: null, n: 0 },
+      aliases.rows.filter((a) => a.model_id === row.id),
+    ),
+  );
 }
 
 async function toModelOf(db: PgQueryable, row: ModelRow): Promise<Model> {
@@ -242,31 +238,10 @@ export class PgRegistryTables implements RegistryTablesMethods {
       const n = next.rows[0]?.n;
       if (n === undefined) throw kilnError('KILN_INTERNAL', { reason: 'model vanished' });
       const inserted = await c.query<{ id: number }>(
-        `INSERT INTO model_versions (model_id, version, format, size_bytes, manifest_digest,
-           schema_json, metadata_json, tags_json, format_info_json, external_json,
-           signature_key_id, signature, lineage_run, lineage_dataset_uri,
-           lineage_dataset_version, lineage_experiment, created_at)
+        `INSERT INTO model_versions (${versionInsertColumns})
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
          RETURNING id`,
-        [
-          m.id,
-          n,
-          input.format,
-          input.sizeBytes,
-          input.manifestDigest,
-          input.schema === null ? null : JSON.stringify(input.schema),
-          JSON.stringify(input.metadata),
-          JSON.stringify(input.tags),
-          JSON.stringify(input.formatInfo),
-          input.external === null ? null : JSON.stringify(input.external),
-          input.signature?.keyId ?? null,
-          input.signature?.signature ?? null,
-          input.lineage.run ?? null,
-          input.lineage.datasetUri ?? null,
-          input.lineage.datasetVersion ?? null,
-          input.lineage.experiment ?? null,
-          isoAt(this.clock),
-        ],
+        versionInsertValues(m.id, n, input, isoAt(this.clock)),
       );
       const versionId = inserted.rows[0]?.id;
       for (const f of input.files) {

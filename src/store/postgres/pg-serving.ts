@@ -22,6 +22,9 @@ import type { EndpointWriteOptions, Store } from '../store.ts';
 import { activeRolloutStates } from '../traffic-records.ts';
 import {
   endpointSelect,
+  endpointUpsert,
+  endpointValues,
+  refuseTrafficOwned,
   toApiKey,
   toEndpoint,
   type ApiKeyRow,
@@ -54,32 +57,15 @@ async function readEndpoint(db: PgQueryable, name: string): Promise<EndpointReco
  * version meanwhile (a deploy of another version) is refused inside the write's transaction.
  */
 async function refuseWhileTrafficOwned(db: PgQueryable, name: string): Promise<void> {
-  const rollout = (
-    await db.query<{ id: string; state: string }>(
-      'SELECT id, state FROM rollouts WHERE endpoint = $1 AND state = ANY($2)',
-      [name, activeRolloutStates],
-    )
-  ).rows[0];
-  if (rollout !== undefined) {
-    throw kilnError('KILN_ROLLOUT_IN_PROGRESS', {
-      endpoint: name,
-      rollout: rollout.id,
-      state: rollout.state,
-    });
-  }
-  const experiment = (
-    await db.query<{ id: string }>(
-      `SELECT id FROM experiments WHERE endpoint = $1 AND state = 'running'`,
-      [name],
-    )
-  ).rows[0];
-  if (experiment !== undefined) {
-    throw kilnError('KILN_EXPERIMENT_IN_PROGRESS', {
-      endpoint: name,
-      experiment: experiment.id,
-      reason: 'a deploy of another version must wait until it is stopped',
-    });
-  }
+  const rollout = await db.query<{ id: string; state: string }>(
+    'SELECT id, state FROM rollouts WHERE endpoint = $1 AND state = ANY($2)',
+    [name, activeRolloutStates],
+  );
+  const experiment = await db.query<{ id: string }>(
+    `SELECT id FROM experiments WHERE endpoint = $1 AND state = 'running'`,
+    [name],
+  );
+  refuseTrafficOwned(name, rollout.rows[0], experiment.rows[0]);
 }
 
 export class PgServingTables implements ServingTablesMethods {
@@ -116,24 +102,9 @@ export class PgServingTables implements ServingTablesMethods {
           version: endpoint.version,
         });
       }
-      const now = isoAt(this.clock);
       await c.query(
-        `INSERT INTO endpoints (name, team, model_id, version_id, ref, replicas, config_json,
-           created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-         ON CONFLICT (name) DO UPDATE SET team = excluded.team, model_id = excluded.model_id,
-           version_id = excluded.version_id, ref = excluded.ref, replicas = excluded.replicas,
-           config_json = excluded.config_json, updated_at = excluded.updated_at`,
-        [
-          endpoint.name,
-          endpoint.team,
-          target.model_id,
-          target.version_id,
-          endpoint.ref,
-          endpoint.replicas,
-          JSON.stringify(endpoint.config),
-          now,
-          now,
-        ],
+        endpointUpsert((i) => `$${i}`),
+        endpointValues(endpoint, target, isoAt(this.clock)),
       );
       const record = await readEndpoint(c, endpoint.name);
       if (record === null) throw kilnError('KILN_INTERNAL', { reason: 'endpoint vanished' });
