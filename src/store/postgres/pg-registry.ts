@@ -14,12 +14,7 @@ import { kilnError } from '../../core/errors.ts';
 import type { AliasEntry, Model, ModelVersion, Page } from '../../registry/types.ts';
 import { cursorNumber, cursorString, decodePageToken, pageOf } from '../page-token.ts';
 import type { LineageQuery, NewModel, NewVersion, PageRequest, Store } from '../store.ts';
-import {
-  activeRolloutStates,
-  type EndpointTrafficRecord,
-  type ExperimentRecord,
-  type RolloutRecord,
-} from '../traffic-records.ts';
+import { activeRolloutStates } from '../traffic-records.ts';
 import { trafficUsersOf } from '../version-users.ts';
 import {
   toModel,
@@ -160,6 +155,36 @@ async function liveDigests(db: PgQueryable): Promise<Set<string>> {
        JOIN model_versions v ON v.id = f.version_id WHERE v.deleted_at IS NULL`,
   );
   return new Set(rows.rows.map((r) => r.sha256));
+}
+
+/**
+ * What of the traffic state keeps a version from being deleted: endpoints whose traffic runs
+ * it, active rollouts and running experiments naming it (read in the delete's transaction).
+ */
+async function trafficUsers(
+  c: PgQueryable,
+  clock: Clock,
+  model: string,
+  version: number,
+): Promise<string[]> {
+  const traffic = await c.query<TrafficRow>(
+    'SELECT * FROM endpoint_traffic ORDER BY endpoint COLLATE "C"',
+  );
+  const rollouts = await c.query<RolloutRow>(
+    `SELECT * FROM rollouts WHERE state = ANY($1)
+       ORDER BY created_at COLLATE "C" DESC, id COLLATE "C" DESC`,
+    [activeRolloutStates],
+  );
+  const experiments = await c.query<ExperimentRow>(
+    `SELECT * FROM experiments WHERE state = 'running'
+       ORDER BY created_at COLLATE "C" DESC, id COLLATE "C" DESC`,
+  );
+  const state = {
+    traffic: traffic.rows.map(toTrafficRecord),
+    activeRollouts: rollouts.rows.map(toRollout),
+    runningExperiments: experiments.rows.map(toExperiment),
+  };
+  return trafficUsersOf({ model, version }, state, clock.now());
 }
 
 export class PgRegistryTables implements RegistryTablesMethods {
@@ -335,31 +360,10 @@ export class PgRegistryTables implements RegistryTablesMethods {
       'SELECT name FROM endpoints WHERE version_id = $1 ORDER BY name COLLATE "C"',
       [versionId],
     );
-    const traffic = await c.query<TrafficRow>(
-      'SELECT * FROM endpoint_traffic ORDER BY endpoint COLLATE "C"',
-    );
-    const rollouts = await c.query<RolloutRow>(
-      `SELECT * FROM rollouts WHERE state = ANY($1)
-         ORDER BY created_at COLLATE "C" DESC, id COLLATE "C" DESC`,
-      [activeRolloutStates],
-    );
-    const experiments = await c.query<ExperimentRow>(
-      `SELECT * FROM experiments WHERE state = 'running'
-         ORDER BY created_at COLLATE "C" DESC, id COLLATE "C" DESC`,
-    );
-    const state: {
-      traffic: EndpointTrafficRecord[];
-      activeRollouts: RolloutRecord[];
-      runningExperiments: ExperimentRecord[];
-    } = {
-      traffic: traffic.rows.map(toTrafficRecord),
-      activeRollouts: rollouts.rows.map(toRollout),
-      runningExperiments: experiments.rows.map(toExperiment),
-    };
     return [
       ...aliases.rows.map((a) => `alias ${a.alias}`),
       ...endpoints.rows.map((e) => `endpoint ${e.name}`),
-      ...trafficUsersOf({ model, version }, state, this.clock.now()),
+      ...(await trafficUsers(c, this.clock, model, version)),
     ];
   }
 

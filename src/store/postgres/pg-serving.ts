@@ -68,6 +68,26 @@ async function refuseWhileTrafficOwned(db: PgQueryable, name: string): Promise<v
   refuseTrafficOwned(name, rollout.rows[0], experiment.rows[0]);
 }
 
+/**
+ * An endpoint is deleted (inside its delete's transaction): its traffic record goes, its
+ * active rollout is aborted and its running experiment stopped, so a new endpoint of the same
+ * name starts clean; history (events, finished rollouts and experiments) stays.
+ */
+async function endpointDeleted(c: PgQueryable, clock: Clock, endpoint: string): Promise<void> {
+  const now = isoAt(clock);
+  await c.query('DELETE FROM endpoint_traffic WHERE endpoint = $1', [endpoint]);
+  await c.query(
+    `UPDATE rollouts SET state = 'aborted', reason = 'the endpoint was deleted',
+       finished_at = $1, updated_at = $1 WHERE endpoint = $2 AND state = ANY($3)`,
+    [now, endpoint, activeRolloutStates],
+  );
+  await c.query(
+    `UPDATE experiments SET state = 'stopped', stopped_at = $1
+     WHERE endpoint = $2 AND state = 'running'`,
+    [now, endpoint],
+  );
+}
+
 export class PgServingTables implements ServingTablesMethods {
   constructor(
     readonly db: PgDatabase,
@@ -128,20 +148,7 @@ export class PgServingTables implements ServingTablesMethods {
       const record = await readEndpoint(c, name);
       await Promise.resolve(options.check?.(record));
       if (record === null) return null;
-      // Its traffic state goes in the same transaction, so a new endpoint of the same name
-      // starts clean; history (events, finished rollouts and experiments) stays.
-      const now = isoAt(this.clock);
-      await c.query('DELETE FROM endpoint_traffic WHERE endpoint = $1', [name]);
-      await c.query(
-        `UPDATE rollouts SET state = 'aborted', reason = 'the endpoint was deleted',
-           finished_at = $1, updated_at = $1 WHERE endpoint = $2 AND state = ANY($3)`,
-        [now, name, activeRolloutStates],
-      );
-      await c.query(
-        `UPDATE experiments SET state = 'stopped', stopped_at = $1
-         WHERE endpoint = $2 AND state = 'running'`,
-        [now, name],
-      );
+      await endpointDeleted(c, this.clock, name);
       await c.query('DELETE FROM endpoints WHERE name = $1', [name]);
       return record;
     });
