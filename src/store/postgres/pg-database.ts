@@ -33,6 +33,9 @@ export interface PgFence {
 /** The advisory lock key every write transaction takes ('kiln' as a 32-bit number). */
 export const writeLockKey = 0x6b696c6e;
 
+/** How long opening a connection may take before the store is reported unavailable. */
+export const defaultConnectionTimeoutMs = 10_000;
+
 /** SQLSTATEs a write retries: serialization failure, deadlock. */
 const retryable = new Set(['40001', '40P01']);
 
@@ -40,10 +43,16 @@ export class PgDatabase {
   readonly pool: pg.Pool;
   private fence: PgFence | null = null;
 
-  constructor(url: string, options: { readonly max?: number } = {}) {
+  constructor(
+    url: string,
+    options: { readonly max?: number; readonly connectionTimeoutMillis?: number } = {},
+  ) {
     this.pool = new pg.Pool({
       connectionString: url,
       max: options.max ?? 8,
+      // A server that accepts the connection and never answers (a black-holed address, a
+      // proxy in front of a dead server) is KILN_STORE_UNAVAILABLE after this, not a hang.
+      connectionTimeoutMillis: options.connectionTimeoutMillis ?? defaultConnectionTimeoutMs,
       // BIGINT (int8) and NUMERIC come back as strings by default; the store's numbers fit
       // in a double (counts, epoch milliseconds), so parse them here once.
       types: {
@@ -132,9 +141,18 @@ export class PgDatabase {
 export function mapPgError(error: unknown): unknown {
   if (error instanceof KilnError) return error;
   const code = (error as { code?: unknown } | null)?.code;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorText(error);
+  // pg-pool's wording when no pooled connection came free in time: the store is busy, not gone.
+  if (message === 'timeout exceeded when trying to connect') {
+    return kilnError('KILN_STORE_BUSY', {
+      reason: 'every PostgreSQL connection of this control plane stayed in use',
+    });
+  }
   if (
+    connectionLost.test(message) ||
     code === 'ECONNREFUSED' ||
+    code === 'EHOSTUNREACH' ||
+    code === 'ENETUNREACH' ||
     code === 'ENOTFOUND' ||
     code === 'ECONNRESET' ||
     code === 'ETIMEDOUT' ||
@@ -148,6 +166,23 @@ export function mapPgError(error: unknown): unknown {
     return kilnError('KILN_STORE_UNAVAILABLE', { reason: `PostgreSQL: ${message}` });
   }
   return error;
+}
+
+/** What pg says (without a code) when opening a connection times out or one drops in use. */
+const connectionLost =
+  /Connection terminated due to connection timeout|Connection terminated unexpectedly|timeout expired/;
+
+/** An error's message; a connection refused on every address (AggregateError) has none. */
+function errorText(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  if (error.message !== '') return error.message;
+  const inner = error instanceof AggregateError ? (error.errors as unknown[]) : [];
+  const code = (error as { code?: unknown }).code;
+  return inner.length > 0
+    ? inner.map(errorText).join('; ')
+    : typeof code === 'string'
+      ? code
+      : error.name;
 }
 
 /** SQLSTATE 23505: a UNIQUE or PRIMARY KEY constraint refused the row. */

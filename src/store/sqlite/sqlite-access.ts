@@ -14,7 +14,7 @@ import type {
 import { cursorNumber, decodePageToken, pageOf } from '../page-token.ts';
 import type { PageRequest } from '../store.ts';
 
-interface TokenRow {
+export interface TokenRow {
   id: string;
   name: string;
   role: string;
@@ -26,7 +26,7 @@ interface TokenRow {
   revoked_at: string | null;
 }
 
-interface AuditRow {
+export interface AuditRow {
   id: number;
   at: string;
   token_id: string | null;
@@ -39,7 +39,7 @@ interface AuditRow {
   code: string | null;
 }
 
-function toToken(row: TokenRow): TokenRecord {
+export function toToken(row: TokenRow): TokenRecord {
   return {
     id: row.id,
     name: row.name,
@@ -53,7 +53,7 @@ function toToken(row: TokenRow): TokenRecord {
   };
 }
 
-function toAudit(row: AuditRow): AuditRecord {
+export function toAudit(row: AuditRow): AuditRecord {
   return {
     id: row.id,
     at: row.at,

@@ -3,10 +3,12 @@
 import type {
   ExternalSpec,
   Lineage,
+  Model,
   ModelSchema,
   ModelVersion,
   VersionMetadata,
 } from '../../registry/types.ts';
+import type { NewVersion } from '../store.ts';
 import type { ModelFormat, FormatInfo } from '../../registry/formats/artifact-file.ts';
 
 export interface ModelRow {
@@ -52,6 +54,56 @@ export const versionColumns = `v.id, v.model_id, m.name AS model_name, v.version
   v.format_info_json, v.external_json, v.signature_key_id, v.signature, v.lineage_run,
   v.lineage_dataset_uri, v.lineage_dataset_version, v.lineage_experiment, v.created_at,
   v.deleted_at`;
+
+/** model_versions columns a registration writes, in the order of `versionInsertValues`. */
+export const versionInsertColumns = `model_id, version, format, size_bytes, manifest_digest,
+  schema_json, metadata_json, tags_json, format_info_json, external_json, signature_key_id,
+  signature, lineage_run, lineage_dataset_uri, lineage_dataset_version, lineage_experiment,
+  created_at`;
+
+export function versionInsertValues(
+  modelId: number,
+  version: number,
+  input: NewVersion,
+  createdAt: string,
+): unknown[] {
+  return [
+    modelId,
+    version,
+    input.format,
+    input.sizeBytes,
+    input.manifestDigest,
+    input.schema === null ? null : JSON.stringify(input.schema),
+    JSON.stringify(input.metadata),
+    JSON.stringify(input.tags),
+    JSON.stringify(input.formatInfo),
+    input.external === null ? null : JSON.stringify(input.external),
+    input.signature?.keyId ?? null,
+    input.signature?.signature ?? null,
+    input.lineage.run ?? null,
+    input.lineage.datasetUri ?? null,
+    input.lineage.datasetVersion ?? null,
+    input.lineage.experiment ?? null,
+    createdAt,
+  ];
+}
+
+/** A model with its live-version stats and its aliases (alias → version number). */
+export function toModel(
+  row: ModelRow,
+  stats: { readonly latest: number | null; readonly n: number },
+  aliases: readonly { readonly alias: string; readonly version: number }[],
+): Model {
+  return {
+    name: row.name,
+    team: row.team,
+    description: row.description,
+    createdAt: row.created_at,
+    latestVersion: stats.latest,
+    versionCount: stats.n,
+    aliases: Object.fromEntries(aliases.map((a) => [a.alias, a.version])),
+  };
+}
 
 function lineageOf(row: VersionRow): Lineage {
   return {

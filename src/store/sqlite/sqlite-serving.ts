@@ -12,7 +12,7 @@ import type {
 } from '../serving-records.ts';
 import type { EndpointWriteOptions } from '../store.ts';
 
-interface EndpointRow {
+export interface EndpointRow {
   name: string;
   team: string;
   model: string;
@@ -24,7 +24,7 @@ interface EndpointRow {
   updated_at: string;
 }
 
-interface ApiKeyRow {
+export interface ApiKeyRow {
   id: string;
   name: string;
   sha256: string;
@@ -34,11 +34,11 @@ interface ApiKeyRow {
   created_at: string;
 }
 
-const endpointSelect = `SELECT e.name, e.team, m.name AS model, v.version, e.ref, e.replicas,
+export const endpointSelect = `SELECT e.name, e.team, m.name AS model, v.version, e.ref, e.replicas,
   e.config_json, e.created_at, e.updated_at
   FROM endpoints e JOIN models m ON m.id = e.model_id JOIN model_versions v ON v.id = e.version_id`;
 
-function toEndpoint(row: EndpointRow): EndpointRecord {
+export function toEndpoint(row: EndpointRow): EndpointRecord {
   return {
     name: row.name,
     team: row.team,
@@ -52,7 +52,7 @@ function toEndpoint(row: EndpointRow): EndpointRecord {
   };
 }
 
-function toApiKey(row: ApiKeyRow): ApiKeyRecord {
+export function toApiKey(row: ApiKeyRow): ApiKeyRecord {
   return {
     id: row.id,
     name: row.name,
@@ -71,6 +71,59 @@ export function endpointsServing(db: Database.Database, versionId: number): stri
       name: string;
     }[]
   ).map((r) => r.name);
+}
+
+/**
+ * Refuses an endpoint move while its active rollout or running experiment (as read inside the
+ * write's transaction) owns its versions.
+ */
+export function refuseTrafficOwned(
+  name: string,
+  rollout: { readonly id: string; readonly state: string } | undefined,
+  experiment: { readonly id: string } | undefined,
+): void {
+  if (rollout !== undefined) {
+    throw kilnError('KILN_ROLLOUT_IN_PROGRESS', {
+      endpoint: name,
+      rollout: rollout.id,
+      state: rollout.state,
+    });
+  }
+  if (experiment !== undefined) {
+    throw kilnError('KILN_EXPERIMENT_IN_PROGRESS', {
+      endpoint: name,
+      experiment: experiment.id,
+      reason: 'a deploy of another version must wait until it is stopped',
+    });
+  }
+}
+
+/** The endpoint upsert, with the dialect's placeholders (`?` or `$n`) for `endpointValues`. */
+export function endpointUpsert(placeholder: (index: number) => string): string {
+  const values = Array.from({ length: 9 }, (_, i) => placeholder(i + 1)).join(', ');
+  return `INSERT INTO endpoints (name, team, model_id, version_id, ref, replicas, config_json,
+      created_at, updated_at) VALUES (${values})
+    ON CONFLICT (name) DO UPDATE SET team = excluded.team, model_id = excluded.model_id,
+      version_id = excluded.version_id, ref = excluded.ref, replicas = excluded.replicas,
+      config_json = excluded.config_json, updated_at = excluded.updated_at`;
+}
+
+export function endpointValues(
+  endpoint: NewEndpoint,
+  target: { readonly model_id: number; readonly version_id: number },
+  now: string,
+): unknown[] {
+  return [
+    endpoint.name,
+    endpoint.team,
+    target.model_id,
+    target.version_id,
+    endpoint.ref,
+    endpoint.replicas,
+    JSON.stringify(endpoint.config),
+    now,
+    now,
+  ];
 }
 
 export class SqliteServingTables {
@@ -92,23 +145,10 @@ export class SqliteServingTables {
            AND state IN ('starting', 'running', 'paused')`,
       )
       .get(name) as { id: string; state: string } | undefined;
-    if (rollout !== undefined) {
-      throw kilnError('KILN_ROLLOUT_IN_PROGRESS', {
-        endpoint: name,
-        rollout: rollout.id,
-        state: rollout.state,
-      });
-    }
     const experiment = this.db
       .prepare(`SELECT id FROM experiments WHERE endpoint = ? AND state = 'running'`)
       .get(name) as { id: string } | undefined;
-    if (experiment !== undefined) {
-      throw kilnError('KILN_EXPERIMENT_IN_PROGRESS', {
-        endpoint: name,
-        experiment: experiment.id,
-        reason: 'a deploy of another version must wait until it is stopped',
-      });
-    }
+    refuseTrafficOwned(name, rollout, experiment);
   }
 
   putEndpoint(
@@ -137,27 +177,10 @@ export class SqliteServingTables {
           version: endpoint.version,
         });
       }
-      const now = isoAt(this.clock);
       const existing = this.db.prepare('SELECT 1 FROM endpoints WHERE name = ?').get(endpoint.name);
       this.db
-        .prepare(
-          `INSERT INTO endpoints (name, team, model_id, version_id, ref, replicas, config_json,
-             created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (name) DO UPDATE SET team = excluded.team, model_id = excluded.model_id,
-             version_id = excluded.version_id, ref = excluded.ref, replicas = excluded.replicas,
-             config_json = excluded.config_json, updated_at = excluded.updated_at`,
-        )
-        .run(
-          endpoint.name,
-          endpoint.team,
-          target.model_id,
-          target.version_id,
-          endpoint.ref,
-          endpoint.replicas,
-          JSON.stringify(endpoint.config),
-          now,
-          now,
-        );
+        .prepare(endpointUpsert(() => '?'))
+        .run(...endpointValues(endpoint, target, isoAt(this.clock)));
       const record = this.getEndpoint(endpoint.name);
       if (record === null) throw kilnError('KILN_INTERNAL', { reason: 'endpoint vanished' });
       return { endpoint: record, created: existing === undefined };

@@ -6,7 +6,7 @@ import { kilnError } from '../../core/errors.ts';
 import { isoAt, type Clock } from '../../core/clock.ts';
 import type { SigningPolicy, TrustedKey } from '../../registry/types.ts';
 
-interface TrustedKeyRow {
+export interface TrustedKeyRow {
   key_id: string;
   name: string;
   team: string | null;
@@ -14,13 +14,31 @@ interface TrustedKeyRow {
   created_at: string;
 }
 
-function toTrustedKey(row: TrustedKeyRow): TrustedKey {
+export function toTrustedKey(row: TrustedKeyRow): TrustedKey {
   return {
     keyId: row.key_id,
     name: row.name,
     team: row.team,
     publicKey: row.public_key,
     createdAt: row.created_at,
+  };
+}
+
+export interface SigningPolicyRow {
+  scope: string;
+  require_signature: number;
+}
+
+/** Rows of signing_policy (scope '*' = the global setting) as one policy. */
+export function toSigningPolicy(rows: readonly SigningPolicyRow[]): SigningPolicy {
+  const global = rows.find((r) => r.scope === '*');
+  return {
+    requireSignature: global?.require_signature === 1,
+    teams: Object.fromEntries(
+      rows
+        .filter((r) => r.scope !== '*')
+        .map((r) => [r.scope, { requireSignature: r.require_signature === 1 }]),
+    ),
   };
 }
 
@@ -71,16 +89,8 @@ export class SqliteSigningTables {
   readPolicy(): SigningPolicy {
     const rows = this.db
       .prepare('SELECT scope, require_signature FROM signing_policy ORDER BY scope')
-      .all() as { scope: string; require_signature: number }[];
-    const global = rows.find((r) => r.scope === '*');
-    return {
-      requireSignature: global?.require_signature === 1,
-      teams: Object.fromEntries(
-        rows
-          .filter((r) => r.scope !== '*')
-          .map((r) => [r.scope, { requireSignature: r.require_signature === 1 }]),
-      ),
-    };
+      .all() as SigningPolicyRow[];
+    return toSigningPolicy(rows);
   }
 
   /** team null = the global setting. */

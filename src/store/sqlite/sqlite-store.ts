@@ -80,8 +80,11 @@ import type {
   TeamLimitRecord,
 } from '../serving-records.ts';
 import {
+  toModel,
   toModelVersion,
   versionColumns,
+  versionInsertColumns,
+  versionInsertValues,
   type FileRow,
   type ModelRow,
   type VersionRow,
@@ -165,11 +168,7 @@ export class SqliteStore implements Store {
       };
       const current = row.v ?? 0;
       const latest = migrations.at(-1)?.version ?? 0;
-      if (current > latest) {
-        throw kilnError('KILN_INTERNAL', {
-          reason: `the database schema is at version ${current} but this Kiln knows only up to ${latest}; upgrade Kiln`,
-        });
-      }
+      if (current > latest) throw kilnError('KILN_STORE_SCHEMA_NEWER', { current, latest });
       for (const m of migrations) {
         if (m.version <= current) continue;
         this.db.exec(m.sql);
@@ -233,15 +232,7 @@ export class SqliteStore implements Store {
          WHERE a.model_id = ? ORDER BY a.alias`,
       )
       .all(row.id) as { alias: string; version: number }[];
-    return {
-      name: row.name,
-      team: row.team,
-      description: row.description,
-      createdAt: row.created_at,
-      latestVersion: stats.latest,
-      versionCount: stats.n,
-      aliases: Object.fromEntries(aliasRows.map((a) => [a.alias, a.version])),
-    };
+    return toModel(row, stats, aliasRows);
   }
 
   createModel(model: NewModel): Promise<Model> {
@@ -342,31 +333,10 @@ export class SqliteStore implements Store {
         .get(m.id) as { n: number };
       const result = this.db
         .prepare(
-          `INSERT INTO model_versions (model_id, version, format, size_bytes, manifest_digest,
-             schema_json, metadata_json, tags_json, format_info_json, external_json,
-             signature_key_id, signature, lineage_run, lineage_dataset_uri,
-             lineage_dataset_version, lineage_experiment, created_at)
+          `INSERT INTO model_versions (${versionInsertColumns})
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
-        .run(
-          m.id,
-          n,
-          input.format,
-          input.sizeBytes,
-          input.manifestDigest,
-          input.schema === null ? null : JSON.stringify(input.schema),
-          JSON.stringify(input.metadata),
-          JSON.stringify(input.tags),
-          JSON.stringify(input.formatInfo),
-          input.external === null ? null : JSON.stringify(input.external),
-          input.signature?.keyId ?? null,
-          input.signature?.signature ?? null,
-          input.lineage.run ?? null,
-          input.lineage.datasetUri ?? null,
-          input.lineage.datasetVersion ?? null,
-          input.lineage.experiment ?? null,
-          isoAt(this.clock),
-        );
+        .run(...versionInsertValues(m.id, n, input, isoAt(this.clock)));
       const versionId = Number(result.lastInsertRowid);
       const addFile = this.db.prepare(
         'INSERT INTO version_files (version_id, path, size, sha256) VALUES (?, ?, ?, ?)',

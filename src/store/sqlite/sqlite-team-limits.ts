@@ -4,14 +4,14 @@ import type Database from 'better-sqlite3';
 import { isoAt, type Clock } from '../../core/clock.ts';
 import type { NewTeamLimit, TeamLimitRecord } from '../serving-records.ts';
 
-interface TeamLimitRow {
+export interface TeamLimitRow {
   team: string;
   requests_per_second: number;
   burst: number;
   updated_at: string;
 }
 
-function toTeamLimit(row: TeamLimitRow): TeamLimitRecord {
+export function toTeamLimit(row: TeamLimitRow): TeamLimitRecord {
   return {
     team: row.team,
     requestsPerSecond: row.requests_per_second,
