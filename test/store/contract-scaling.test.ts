@@ -1,42 +1,17 @@
 // Autoscaling and pools, the store contract (migration 6) on SQLite and PostgreSQL: endpoint
 // counts written with their events in one transaction, demand merged per minute, worker pools.
 
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { KilnError } from '../../src/core/errors.ts';
 import { HistogramSketch } from '../../src/traffic/histogram-sketch.ts';
 import type { DemandRow } from '../../src/store/scaling-records.ts';
-import type { Store } from '../../src/store/store.ts';
-import { sqliteMigrations } from '../../src/store/sqlite/migrations.ts';
-import { postgresMigrations } from '../../src/store/postgres/pg-migrations.ts';
-import {
-  forEachStore,
-  openStoreUnderTest,
-  storeKinds,
-  type StoreUnderTest,
-} from '../helpers/store-kinds.ts';
-import { postgresUnavailable } from '../helpers/postgres-server.ts';
-import { placeholderVersion } from '../helpers/stored-version.ts';
+import { forEachStore, type StoreUnderTest } from '../helpers/store-kinds.ts';
+import { forEachStoreUpgrade } from '../helpers/store-upgrade.ts';
+import { seedEndpoints } from '../helpers/seed-endpoints.ts';
 
 /** Model iris v1 and endpoints `iris` and `other` serving it. */
-async function seed(store: Store): Promise<void> {
-  await store.createModel({ name: 'iris', team: 'default', description: '' });
-  await store.createVersion('iris', placeholderVersion());
-  for (const name of ['iris', 'other']) {
-    await store.putEndpoint({
-      name,
-      team: 'default',
-      model: 'iris',
-      version: 1,
-      ref: '1',
-      replicas: 1,
-      config: {},
-    });
-  }
-}
-
 async function seeded(subject: StoreUnderTest): Promise<StoreUnderTest> {
-  await seed(subject.store);
+  await seedEndpoints(subject.store, { versions: 1, endpoints: ['iris', 'other'] });
   return subject;
 }
 
@@ -397,37 +372,16 @@ forEachStore(
   },
 );
 
-for (const kind of storeKinds) {
-  const skip = kind === 'postgres' ? postgresUnavailable() : null;
-  test(
-    `[${kind}] migration 6 upgrades a database made at version 5 and keeps its endpoints`,
-    skip === null ? {} : { skip },
-    async () => {
-      const migrations = kind === 'sqlite' ? sqliteMigrations : postgresMigrations;
-      const subject = await openStoreUnderTest(kind, { migrations: migrations.slice(0, 5) });
-      try {
-        const old = subject.store;
-        await old.createModel({ name: 'iris', team: 'default', description: '' });
-        await old.createVersion('iris', placeholderVersion());
-        await old.putEndpoint({
-          name: 'iris',
-          team: 'default',
-          model: 'iris',
-          version: 1,
-          ref: '1',
-          replicas: 2,
-          config: {},
-        });
-        await old.close();
-        const store = await subject.openAnother();
-        assert.equal((await store.getEndpoint('iris'))?.replicas, 2);
-        assert.equal(
-          (await store.setEndpointScale({ endpoint: 'iris', replicas: 0, reason: 'x' })).replicas,
-          0,
-        );
-      } finally {
-        await subject.close();
-      }
-    },
-  );
-}
+forEachStoreUpgrade(
+  'migration 6 upgrades a database made at version 5 and keeps its endpoints',
+  5,
+  async (old, upgrade) => {
+    await seedEndpoints(old, { versions: 1, endpoints: ['iris'], replicas: 2 });
+    const store = await upgrade();
+    assert.equal((await store.getEndpoint('iris'))?.replicas, 2);
+    assert.equal(
+      (await store.setEndpointScale({ endpoint: 'iris', replicas: 0, reason: 'x' })).replicas,
+      0,
+    );
+  },
+);

@@ -2,45 +2,22 @@
 // records written with their history in one transaction, rollouts and experiments, outcomes,
 // observations, golden sets; several control planes on one database.
 
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { KilnError } from '../../src/core/errors.ts';
-import type { Store } from '../../src/store/store.ts';
-import { sqliteMigrations } from '../../src/store/sqlite/migrations.ts';
-import { postgresMigrations } from '../../src/store/postgres/pg-migrations.ts';
 import type {
   NewRollout,
   NewTrafficEvent,
   TrafficPolicy,
 } from '../../src/store/traffic-records.ts';
-import {
-  forEachStore,
-  openStoreUnderTest,
-  storeKinds,
-  type StoreUnderTest,
-} from '../helpers/store-kinds.ts';
-import { postgresUnavailable } from '../helpers/postgres-server.ts';
-import { placeholderVersion } from '../helpers/stored-version.ts';
+import { forEachStore, type StoreUnderTest } from '../helpers/store-kinds.ts';
+import { forEachStoreUpgrade } from '../helpers/store-upgrade.ts';
+import { seedEndpoints } from '../helpers/seed-endpoints.ts';
 
 /** Model iris v1..v3 and endpoint `iris` serving v1. */
-async function seed(store: Store): Promise<void> {
-  await store.createModel({ name: 'iris', team: 'default', description: '' });
-  for (let i = 0; i < 3; i++) await store.createVersion('iris', placeholderVersion());
-  await store.putEndpoint({
-    name: 'iris',
-    team: 'default',
-    model: 'iris',
-    version: 1,
-    ref: '1',
-    replicas: 1,
-    config: {},
-  });
-}
-
 async function seeded(subject: StoreUnderTest): Promise<StoreUnderTest> {
-  await seed(subject.store);
+  await seedEndpoints(subject.store, { versions: 3, endpoints: ['iris'] });
   return subject;
 }
 
@@ -1135,43 +1112,22 @@ forEachStore(
   },
 );
 
-for (const kind of storeKinds) {
-  const skip = kind === 'postgres' ? postgresUnavailable() : null;
-  test(
-    `[${kind}] a database from before traffic management is migrated in place and keeps its endpoints`,
-    skip === null ? {} : { skip },
-    async () => {
-      const migrations = kind === 'sqlite' ? sqliteMigrations : postgresMigrations;
-      const subject = await openStoreUnderTest(kind, { migrations: migrations.slice(0, 4) });
-      try {
-        const old = subject.store;
-        await old.createModel({ name: 'iris', team: 'default', description: '' });
-        await old.createVersion('iris', placeholderVersion());
-        await old.putEndpoint({
-          name: 'iris',
-          team: 'default',
-          model: 'iris',
-          version: 1,
-          ref: '1',
-          replicas: 1,
-          config: {},
-        });
-        await old.close();
-        const store = await subject.openAnother();
-        assert.equal(await store.getEndpointTraffic('iris'), null);
-        const record = await store.updateEndpointTraffic('iris', {
-          policy: {
-            ...split90,
-            versions: [{ model: 'iris', version: 1, weight: 100 }],
-            shadows: [],
-          },
-          event: event('policy'),
-        });
-        assert.equal(record.revision, 1);
-        assert.equal((await store.getEndpoint('iris'))?.version, 1);
-      } finally {
-        await subject.close();
-      }
-    },
-  );
-}
+forEachStoreUpgrade(
+  'a database from before traffic management is migrated in place and keeps its endpoints',
+  4,
+  async (old, upgrade) => {
+    await seedEndpoints(old, { versions: 1, endpoints: ['iris'] });
+    const store = await upgrade();
+    assert.equal(await store.getEndpointTraffic('iris'), null);
+    const record = await store.updateEndpointTraffic('iris', {
+      policy: {
+        ...split90,
+        versions: [{ model: 'iris', version: 1, weight: 100 }],
+        shadows: [],
+      },
+      event: event('policy'),
+    });
+    assert.equal(record.revision, 1);
+    assert.equal((await store.getEndpoint('iris'))?.version, 1);
+  },
+);

@@ -11,7 +11,7 @@ import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { FakeClock, tempDir } from '../helpers/temp-dir.ts';
-import { placeholderVersion } from '../helpers/stored-version.ts';
+import { seedEndpoints } from '../helpers/seed-endpoints.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
 
@@ -21,17 +21,7 @@ async function openStore(): Promise<{ store: SqliteStore; path: string; clock: F
   const clock = new FakeClock();
   const path = join(dir, 'kiln.db');
   const store = SqliteStore.open(path, { clock });
-  await store.createModel({ name: 'iris', team: 'default', description: '' });
-  for (let i = 0; i < 3; i++) await store.createVersion('iris', placeholderVersion());
-  await store.putEndpoint({
-    name: 'iris',
-    team: 'default',
-    model: 'iris',
-    version: 1,
-    ref: '1',
-    replicas: 1,
-    config: {},
-  });
+  await seedEndpoints(store, { versions: 3, endpoints: ['iris'] });
   return { store, path, clock };
 }
 
