@@ -11,10 +11,10 @@ import {
   type NewExperiment,
   type NewRollout,
   type RolloutPatch,
-  type RolloutRecord,
   type TrafficChange,
   type VersionRef,
 } from './traffic-records.ts';
+import { runningRefs } from './version-users.ts';
 
 /** The active rollout states as an SQL list: `'starting', 'running', 'paused'`. */
 export const activeStates = activeRolloutStates.map((s) => `'${s}'`).join(', ');
@@ -41,16 +41,6 @@ export function checkExpectedRevision(
     },
     { expectedRevision: change.expectRevision, revision },
   );
-}
-
-/** What a record keeps running: policy versions, shadows, staged, warm not yet expired. */
-export function runningRefs(record: EndpointTrafficRecord, nowMs: number): VersionRef[] {
-  return [
-    ...(record.policy?.versions ?? []),
-    ...(record.policy?.shadows ?? []),
-    ...record.staged,
-    ...record.warm.filter((w) => Date.parse(w.until) > nowMs),
-  ];
 }
 
 /**
@@ -116,37 +106,6 @@ export function trafficRowValues(
     (current?.revision ?? 0) + 1,
     now,
   ];
-}
-
-/**
- * Names what keeps a version from being deleted among the traffic records, active rollouts
- * and running experiments given.
- */
-export function versionUsersAmong(
-  ref: VersionRef,
-  records: readonly EndpointTrafficRecord[],
-  activeRollouts: readonly RolloutRecord[],
-  runningExperiments: readonly ExperimentRecord[],
-  nowMs: number,
-): string[] {
-  const key = versionKey(ref);
-  const users: string[] = [];
-  for (const record of records) {
-    if (runningRefs(record, nowMs).some((r) => versionKey(r) === key)) {
-      users.push(`traffic of endpoint ${record.endpoint}`);
-    }
-  }
-  for (const rollout of activeRollouts) {
-    if (versionKey(rollout.baseline) === key || versionKey(rollout.canary) === key) {
-      users.push(`rollout ${rollout.id}`);
-    }
-  }
-  for (const experiment of runningExperiments) {
-    if (experiment.variants.some((v) => versionKey(v) === key)) {
-      users.push(`experiment ${experiment.id}`);
-    }
-  }
-  return users;
 }
 
 /** Rollout patch fields and their columns; lastAnalysis is a JSON column. */

@@ -22,12 +22,10 @@ import type {
   VersionRef,
 } from '../traffic-records.ts';
 import {
-  activeStates,
   checkExpectedRevision,
   mismatch,
   trafficRowValues,
   versionsToCheck,
-  versionUsersAmong,
 } from '../traffic-change.ts';
 import { canonicalTime } from '../traffic-data-checks.ts';
 import {
@@ -93,50 +91,6 @@ async function insertEvent(
   ).rows[0];
   if (row === undefined) throw kilnError('KILN_INTERNAL', { reason: 'traffic event not written' });
   return toTrafficEvent(row);
-}
-
-/**
- * Names what keeps a version from being deleted: endpoints whose traffic runs it, active
- * rollouts and running experiments that name it. For the version delete (pg-registry.ts), run
- * inside its write transaction.
- */
-export async function pgVersionUsers(
-  c: PgQueryable,
-  clock: Clock,
-  model: string,
-  version: number,
-): Promise<string[]> {
-  return versionUsersAmong(
-    { model, version },
-    await allTraffic(c),
-    await listRollouts(c, { active: true }),
-    await listExperiments(c, { state: 'running' }),
-    clock.now(),
-  );
-}
-
-/**
- * An endpoint is deleted (run inside its delete's write transaction, pg-serving.ts): its
- * traffic record goes (the foreign key cascades too), its active rollout is aborted and its
- * running experiment stopped, so a new endpoint of the same name starts clean. History stays.
- */
-export async function pgEndpointDeleted(
-  c: PgQueryable,
-  clock: Clock,
-  endpoint: string,
-): Promise<void> {
-  const now = isoAt(clock);
-  await c.query('DELETE FROM endpoint_traffic WHERE endpoint = $1', [endpoint]);
-  await c.query(
-    `UPDATE rollouts SET state = 'aborted', reason = 'the endpoint was deleted',
-       finished_at = $1, updated_at = $1 WHERE endpoint = $2 AND state IN (${activeStates})`,
-    [now, endpoint],
-  );
-  await c.query(
-    `UPDATE experiments SET state = 'stopped', stopped_at = $1
-     WHERE endpoint = $2 AND state = 'running'`,
-    [now, endpoint],
-  );
 }
 
 export class PgTrafficTables implements TrafficTablesMethods {

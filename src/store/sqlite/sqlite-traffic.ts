@@ -28,8 +28,8 @@ import {
   mismatch,
   trafficRowValues,
   versionsToCheck,
-  versionUsersAmong,
 } from '../traffic-change.ts';
+import { trafficUsersOf } from '../version-users.ts';
 import {
   jsonText,
   toTrafficEvent,
@@ -142,11 +142,13 @@ export class SqliteTrafficTables {
    * rollouts and running experiments that name it.
    */
   versionUsers(model: string, version: number): string[] {
-    return versionUsersAmong(
+    return trafficUsersOf(
       { model, version },
-      this.list(),
-      this.runs.listRollouts({ active: true }),
-      this.runs.listExperiments({ state: 'running' }),
+      {
+        traffic: this.list(),
+        activeRollouts: this.runs.listRollouts({ active: true }),
+        runningExperiments: this.runs.listExperiments({ state: 'running' }),
+      },
       this.clock.now(),
     );
   }
