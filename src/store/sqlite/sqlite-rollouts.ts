@@ -5,44 +5,32 @@
 
 import type Database from 'better-sqlite3';
 import { kilnError } from '../../core/errors.ts';
-import {
-  activeRolloutStates,
-  type ExperimentRecord,
-  type NewExperiment,
-  type NewRollout,
-  type RolloutPatch,
-  type RolloutRecord,
+import type {
+  ExperimentRecord,
+  NewExperiment,
+  NewRollout,
+  RolloutPatch,
+  RolloutRecord,
 } from '../traffic-records.ts';
 import {
-  jsonText,
+  activeStates,
+  checkExperimentStop,
+  experimentInProgress,
+  experimentRowValues,
+  mismatch,
+  rolloutInProgress,
+  rolloutPatchColumns,
+  rolloutRowValues,
+} from '../traffic-change.ts';
+import {
   toExperiment,
   toRollout,
   type ExperimentRow,
   type RolloutRow,
 } from './sqlite-traffic-rows.ts';
 
-export const activeStates = activeRolloutStates.map((s) => `'${s}'`).join(', ');
-
-/** Rollout patch fields and their columns; lastAnalysis is a JSON column. */
-const patchColumns: Readonly<Record<keyof RolloutPatch, string>> = {
-  stepIndex: 'step_index',
-  state: 'state',
-  stepStartedAt: 'step_started_at',
-  pausedAt: 'paused_at',
-  reason: 'reason',
-  lastAnalysis: 'last_analysis_json',
-  finishedAt: 'finished_at',
-};
-
 function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === 'SQLITE_CONSTRAINT_UNIQUE';
-}
-
-/** A record of another endpoint inside a change: a caller's bug, not a user's mistake. */
-export function mismatch(what: string, endpoint: string, named: string): never {
-  throw kilnError('KILN_INTERNAL', {
-    reason: `a traffic change of endpoint ${endpoint} carries ${what} of endpoint ${named}`,
-  });
 }
 
 export class SqliteRolloutTables {
@@ -91,26 +79,7 @@ export class SqliteRolloutTables {
              last_analysis_json, created_by, created_at, updated_at, finished_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, 'null', ?, ?, ?, NULL)`,
         )
-        .run(
-          rollout.id,
-          endpoint,
-          rollout.strategy,
-          rollout.baseline.model,
-          rollout.baseline.version,
-          rollout.canary.model,
-          rollout.canary.version,
-          JSON.stringify(rollout.steps),
-          rollout.stepIndex,
-          rollout.intervalMs,
-          JSON.stringify(rollout.thresholds),
-          rollout.sliceKey,
-          rollout.slicePath,
-          rollout.state,
-          rollout.stepStartedAt,
-          rollout.createdBy,
-          now,
-          now,
-        );
+        .run(...rolloutRowValues(rollout, now));
     } catch (error) {
       // The partial unique index: only reachable if another writer slipped past the check.
       if (isUniqueViolation(error)) this.refuseActiveRollout(endpoint);
@@ -123,14 +92,9 @@ export class SqliteRolloutTables {
     if (existing === null || existing.endpoint !== endpoint) {
       throw kilnError('KILN_ROLLOUT_NOT_FOUND', { rollout: id });
     }
-    const sets: string[] = ['updated_at = ?'];
-    const values: unknown[] = [now];
-    for (const [field, column] of Object.entries(patchColumns) as [keyof RolloutPatch, string][]) {
-      const value = patch[field];
-      if (value === undefined) continue;
-      sets.push(`${column} = ?`);
-      values.push(field === 'lastAnalysis' ? jsonText(value) : value);
-    }
+    const columns = rolloutPatchColumns(patch);
+    const sets = ['updated_at = ?', ...columns.map(([column]) => `${column} = ?`)];
+    const values = [now, ...columns.map(([, value]) => value)];
     try {
       this.db.prepare(`UPDATE rollouts SET ${sets.join(', ')} WHERE id = ?`).run(...values, id);
     } catch (error) {
@@ -147,13 +111,7 @@ export class SqliteRolloutTables {
            AND id IS NOT ?`,
       )
       .get(endpoint, except ?? null) as { id: string; state: string } | undefined;
-    if (active !== undefined) {
-      throw kilnError('KILN_ROLLOUT_IN_PROGRESS', {
-        endpoint,
-        rollout: active.id,
-        state: active.state,
-      });
-    }
+    if (active !== undefined) throw rolloutInProgress(endpoint, active);
   }
 
   // ------------------------------------------------------------ experiments
@@ -192,16 +150,7 @@ export class SqliteRolloutTables {
           `INSERT INTO experiments (id, endpoint, name, variants_json, salt, key_path, state,
              created_by, created_at, stopped_at) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, NULL)`,
         )
-        .run(
-          experiment.id,
-          endpoint,
-          experiment.name,
-          JSON.stringify(experiment.variants),
-          experiment.salt,
-          experiment.keyPath,
-          experiment.createdBy,
-          now,
-        );
+        .run(...experimentRowValues(experiment, now));
     } catch (error) {
       if (isUniqueViolation(error)) {
         this.refuseRunningExperiment(endpoint, 'one experiment at a time per endpoint');
@@ -211,16 +160,7 @@ export class SqliteRolloutTables {
   }
 
   stopExperiment(endpoint: string, id: string, at: string): void {
-    const existing = this.getExperiment(id);
-    if (existing === null || existing.endpoint !== endpoint) {
-      throw kilnError('KILN_EXPERIMENT_NOT_FOUND', { experiment: id });
-    }
-    if (existing.state === 'stopped') {
-      throw kilnError('KILN_EXPERIMENT_STOPPED', {
-        experiment: id,
-        reason: `it was stopped at ${existing.stoppedAt ?? 'an unknown time'}`,
-      });
-    }
+    checkExperimentStop(endpoint, id, this.getExperiment(id));
     this.db
       .prepare(`UPDATE experiments SET state = 'stopped', stopped_at = ? WHERE id = ?`)
       .run(at, id);
@@ -230,12 +170,6 @@ export class SqliteRolloutTables {
     const running = this.db
       .prepare(`SELECT id FROM experiments WHERE endpoint = ? AND state = 'running'`)
       .get(endpoint) as { id: string } | undefined;
-    if (running !== undefined) {
-      throw kilnError('KILN_EXPERIMENT_IN_PROGRESS', {
-        endpoint,
-        experiment: running.id,
-        reason,
-      });
-    }
+    if (running !== undefined) throw experimentInProgress(endpoint, running.id, reason);
   }
 }

@@ -9,138 +9,36 @@
 import type Database from 'better-sqlite3';
 import { kilnError } from '../../core/errors.ts';
 import { isoAt, type Clock } from '../../core/clock.ts';
-import { HistogramSketch, type HistogramSketchSnapshot } from '../../traffic/histogram-sketch.ts';
 import type {
   DemandRow,
   EndpointScaleRecord,
   NewPool,
-  NewScaleEvent,
   PoolRecord,
   ScaleChange,
   ScaleEvent,
-  ScaleEventKind,
 } from '../scaling-records.ts';
-import { timeMs } from './sqlite-traffic-data.ts';
+import {
+  checkPool,
+  checkPoolUnused,
+  checkReplicas,
+  checkScaleChange,
+  demandMinute,
+  mergedDemandValues,
+  scaleEventQuery,
+  scaleEventValues,
+  toDemand,
+  toPool,
+  toScale,
+  toScaleEvent,
+  type DemandDbRow,
+  type PoolRow,
+  type ScaleEventRow,
+  type ScaleRow,
+} from '../scaling-rows.ts';
 import { listTimeKeyedRows, pruneTimeKeyedRows } from './time-keyed-rows.ts';
 
-/** Demand rows are per minute: minuteStart must be an ISO time on a multiple of this. */
-export const demandMinuteMs = 60_000;
-
-/** listScaleEvents returns at most this many when no limit is given. */
-const defaultEventLimit = 100;
-
-const scaleEventKinds: ReadonlySet<ScaleEventKind> = new Set<ScaleEventKind>([
-  'scale-up',
-  'scale-down',
-  'to-zero',
-  'wake',
-  'manual',
-]);
-
-interface ScaleRow {
-  endpoint: string;
-  replicas: number;
-  reason: string;
-  last_demand_at: string | null;
-  updated_at: string;
-}
-
-interface ScaleEventRow {
-  id: number;
-  endpoint: string;
-  at: string;
-  kind: ScaleEventKind;
-  from_replicas: number;
-  to_replicas: number;
-  mode: string;
-  reason: string;
-}
-
-interface DemandDbRow {
-  endpoint: string;
-  minute_ms: number;
-  arrivals: number;
-  concurrency_seconds: number;
-  seconds: number;
-  latency_json: string;
-}
-
-interface PoolRow {
-  name: string;
-  team: string;
-  workers: number;
-  memory_budget_bytes: number;
-  created_at: string;
-  updated_at: string;
-}
-
-function toScale(row: ScaleRow): EndpointScaleRecord {
-  return {
-    endpoint: row.endpoint,
-    replicas: row.replicas,
-    reason: row.reason,
-    lastDemandAt: row.last_demand_at,
-    updatedAt: row.updated_at,
-  };
-}
-
-function toScaleEvent(row: ScaleEventRow): ScaleEvent {
-  return {
-    id: row.id,
-    endpoint: row.endpoint,
-    at: row.at,
-    kind: row.kind,
-    from: row.from_replicas,
-    to: row.to_replicas,
-    mode: row.mode,
-    reason: row.reason,
-  };
-}
-
-function toDemand(row: DemandDbRow): DemandRow {
-  return {
-    endpoint: row.endpoint,
-    minuteStart: new Date(row.minute_ms).toISOString(),
-    arrivals: row.arrivals,
-    concurrencySeconds: row.concurrency_seconds,
-    seconds: row.seconds,
-    latencyMs: JSON.parse(row.latency_json) as HistogramSketchSnapshot,
-  };
-}
-
-function toPool(row: PoolRow): PoolRecord {
-  return {
-    name: row.name,
-    team: row.team,
-    workers: row.workers,
-    memoryBudgetBytes: row.memory_budget_bytes,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
-}
-
-function invalid(reason: string): never {
-  throw kilnError('KILN_VALIDATION_FAILED', { reason });
-}
-
-function isCount(n: number): boolean {
-  return Number.isSafeInteger(n) && n >= 0;
-}
-
-function isAmount(n: number): boolean {
-  return Number.isFinite(n) && n >= 0;
-}
-
-/** The same text order as time order: stored times are toISOString()'s. */
-function canonicalTime(iso: string, what: string): string {
-  return new Date(timeMs(iso, what)).toISOString();
-}
-
-function sketchOf(snapshot: HistogramSketchSnapshot, what: string): HistogramSketch {
-  const parsed = HistogramSketch.fromSnapshot(snapshot);
-  if (!parsed.ok) invalid(`${what}: ${parsed.message}`);
-  return parsed.sketch;
-}
+// Callers import the minute length from here; it is the stores' shared constant now.
+export { demandMinuteMs } from '../scaling-rows.ts';
 
 export class SqliteScalingTables {
   constructor(
@@ -165,27 +63,20 @@ export class SqliteScalingTables {
   setScale(change: ScaleChange): EndpointScaleRecord {
     const write = this.db.transaction((): EndpointScaleRecord => {
       const endpoint = change.endpoint;
-      if (!isCount(change.replicas)) {
-        invalid(`replicas ${change.replicas} must be an integer >= 0`);
-      }
+      checkReplicas(change);
       if (this.db.prepare('SELECT 1 FROM endpoints WHERE name = ?').get(endpoint) === undefined) {
         throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint });
       }
-      const current = this.getScale(endpoint);
-      if (change.expectReplicas !== undefined && change.expectReplicas !== current?.replicas) {
-        const stored = current === null ? 'it has no count yet' : `it is at ${current.replicas}`;
-        throw kilnError(
-          'KILN_SCALE_CONFLICT',
-          { endpoint, reason: `expected ${change.expectReplicas} replicas, ${stored}` },
-          { expectedReplicas: change.expectReplicas, replicas: current?.replicas ?? null },
-        );
-      }
-      const lastDemandAt =
-        change.lastDemandAt === undefined
-          ? (current?.lastDemandAt ?? null)
-          : canonicalTime(change.lastDemandAt, 'lastDemandAt');
+      const lastDemandAt = checkScaleChange(change, this.getScale(endpoint));
       const now = isoAt(this.clock);
-      if (change.event !== undefined) this.insertEvent(endpoint, change.event, now);
+      if (change.event !== undefined) {
+        this.db
+          .prepare(
+            `INSERT INTO scale_events (endpoint, at, kind, from_replicas, to_replicas, mode,
+               reason) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+          )
+          .run(...scaleEventValues(endpoint, change.event, now));
+      }
       const row = this.db
         .prepare(
           `INSERT INTO endpoint_scale (endpoint, replicas, reason, last_demand_at, updated_at)
@@ -201,32 +92,12 @@ export class SqliteScalingTables {
     return write.immediate();
   }
 
-  private insertEvent(endpoint: string, event: NewScaleEvent, at: string): void {
-    if (event.endpoint !== endpoint) {
-      invalid(`an event for endpoint ${event.endpoint} was written with endpoint ${endpoint}`);
-    }
-    if (!scaleEventKinds.has(event.kind)) invalid(`unknown scale event kind ${event.kind}`);
-    if (!isCount(event.from) || !isCount(event.to)) {
-      invalid(`a scale event's counts must be integers >= 0 (from ${event.from}, to ${event.to})`);
-    }
-    this.db
-      .prepare(
-        `INSERT INTO scale_events (endpoint, at, kind, from_replicas, to_replicas, mode, reason)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(endpoint, at, event.kind, event.from, event.to, event.mode, event.reason);
-  }
-
   listEvents(query: {
     readonly endpoint?: string;
     readonly since?: string;
     readonly limit?: number;
   }): ScaleEvent[] {
-    const limit = query.limit ?? defaultEventLimit;
-    if (!Number.isSafeInteger(limit) || limit < 1) {
-      invalid(`limit ${limit} must be an integer >= 1`);
-    }
-    const since = query.since === undefined ? null : canonicalTime(query.since, 'since');
+    const { limit, since } = scaleEventQuery(query);
     const endpoint = query.endpoint ?? null;
     const rows = this.db
       .prepare(
@@ -257,34 +128,9 @@ export class SqliteScalingTables {
            latency_json = excluded.latency_json`,
       );
       for (const [i, row] of rows.entries()) {
-        const what = `demand row ${i} (endpoint ${row.endpoint}, minute ${row.minuteStart})`;
-        const minuteMs = timeMs(row.minuteStart, `${what}: minuteStart`);
-        if (minuteMs % demandMinuteMs !== 0) invalid(`${what}: minuteStart is not on a minute`);
-        if (row.endpoint === '') invalid(`${what}: endpoint is empty`);
-        if (!isCount(row.arrivals)) invalid(`${what}: arrivals must be an integer >= 0`);
-        if (!isAmount(row.concurrencySeconds)) {
-          invalid(`${what}: concurrencySeconds must be a finite number >= 0`);
-        }
-        if (!isAmount(row.seconds)) invalid(`${what}: seconds must be a finite number >= 0`);
-        const latency = sketchOf(row.latencyMs, `${what}: latencyMs`);
+        const minuteMs = demandMinute(row, i);
         const stored = read.get(row.endpoint, minuteMs) as DemandDbRow | undefined;
-        if (stored !== undefined) {
-          const result = latency.merge(
-            sketchOf(
-              JSON.parse(stored.latency_json) as HistogramSketchSnapshot,
-              `${what}: the stored latency`,
-            ),
-          );
-          if (!result.ok) invalid(`${what}: latencyMs: ${result.message}`);
-        }
-        write.run(
-          row.endpoint,
-          minuteMs,
-          row.arrivals + (stored?.arrivals ?? 0),
-          row.concurrencySeconds + (stored?.concurrency_seconds ?? 0),
-          row.seconds + (stored?.seconds ?? 0),
-          JSON.stringify(latency.snapshot()),
-        );
+        write.run(...mergedDemandValues(row, i, minuteMs, stored));
       }
     });
     merge.immediate();
@@ -307,15 +153,7 @@ export class SqliteScalingTables {
   // ------------------------------------------------------------ pools
 
   putPool(pool: NewPool): PoolRecord {
-    if (pool.name === '') invalid('a pool needs a name');
-    if (!Number.isSafeInteger(pool.workers) || pool.workers < 1) {
-      invalid(`pool ${pool.name}: workers ${pool.workers} must be an integer >= 1`);
-    }
-    if (!Number.isSafeInteger(pool.memoryBudgetBytes) || pool.memoryBudgetBytes <= 0) {
-      invalid(
-        `pool ${pool.name}: memoryBudgetBytes ${pool.memoryBudgetBytes} must be an integer > 0`,
-      );
-    }
+    checkPool(pool);
     const now = isoAt(this.clock);
     const row = this.db
       .prepare(
@@ -352,13 +190,7 @@ export class SqliteScalingTables {
           )
           .all(name) as { name: string }[]
       ).map((r) => r.name);
-      if (users.length > 0) {
-        throw kilnError(
-          'KILN_POOL_IN_USE',
-          { pool: name, endpoints: users.join(', ') },
-          { endpoints: users },
-        );
-      }
+      checkPoolUnused(name, users);
       this.db.prepare('DELETE FROM pools WHERE name = ?').run(name);
       return pool;
     });

@@ -5,9 +5,7 @@
 import type Database from 'better-sqlite3';
 import { kilnError } from '../../core/errors.ts';
 import { isoAt, type Clock } from '../../core/clock.ts';
-import { RunningMoments, type MomentsSnapshot } from '../../traffic/running-moments.ts';
 import {
-  observationBucketMs,
   versionKey,
   type GoldenSet,
   type ObservationDelta,
@@ -17,6 +15,12 @@ import {
   type OutcomeEntry,
   type OutcomeKind,
 } from '../traffic-records.ts';
+import {
+  groupOutcomes,
+  mergedMomentsJson,
+  observationKeys,
+  timeMs,
+} from '../traffic-data-checks.ts';
 import {
   toGoldenSet,
   toObservation,
@@ -41,16 +45,8 @@ export function liveVersionId(
   return row?.id ?? null;
 }
 
-function invalid(reason: string): never {
-  throw kilnError('KILN_VALIDATION_FAILED', { reason });
-}
-
-/** Epoch ms of an ISO 8601 time; `what` names it in the refusal. */
-export function timeMs(iso: string, what: string): number {
-  const ms = Date.parse(iso);
-  if (!Number.isFinite(ms)) invalid(`${what} ${JSON.stringify(iso)} is not an ISO 8601 time`);
-  return ms;
-}
+// Other modules import timeMs from here; it is the stores' shared check now.
+export { timeMs };
 
 export class SqliteTrafficDataTables {
   constructor(
@@ -80,59 +76,14 @@ export class SqliteTrafficDataTables {
             .all(experimentId) as { metric: string; kind: OutcomeKind }[]
         ).map((r) => [r.metric, r.kind]),
       );
-      // Everything is checked before anything is merged (the transaction would undo it
-      // anyway; this keeps the first problem the one reported).
-      const groups = new Map<string, { variant: string; metric: string; kind: OutcomeKind }>();
-      const values = new Map<string, number[]>();
-      entries.forEach((entry, i) => {
-        const at = `outcomes[${i}]`;
-        if (!variants.includes(entry.variant)) {
-          invalid(
-            `${at}.variant ${entry.variant} is not a variant of experiment ${experimentId} (${variants.join(', ')})`,
-          );
-        }
-        if (typeof entry.metric !== 'string' || entry.metric === '') {
-          invalid(`${at}.metric must be a non-empty string`);
-        }
-        if (entry.kind !== 'rate' && entry.kind !== 'mean') {
-          invalid(`${at}.kind must be 'rate' or 'mean'`);
-        }
-        if (!Number.isFinite(entry.value)) invalid(`${at}.value must be a finite number`);
-        if (entry.kind === 'rate' && entry.value !== 0 && entry.value !== 1) {
-          invalid(`${at}.value of rate metric ${entry.metric} must be 0 or 1, got ${entry.value}`);
-        }
-        const kind = kinds.get(entry.metric);
-        if (kind !== undefined && kind !== entry.kind) {
-          invalid(
-            `${at}: metric ${entry.metric} is a ${kind} metric of experiment ${experimentId}; it cannot take a ${entry.kind} value`,
-          );
-        }
-        kinds.set(entry.metric, entry.kind);
-        const key = JSON.stringify([entry.variant, entry.metric]);
-        groups.set(key, { variant: entry.variant, metric: entry.metric, kind: entry.kind });
-        values.set(key, [...(values.get(key) ?? []), entry.value]);
-      });
       const now = isoAt(this.clock);
-      for (const [key, group] of groups) {
+      for (const group of groupOutcomes(experimentId, variants, kinds, entries)) {
         const existing = this.db
           .prepare(
             `SELECT moments_json FROM experiment_outcomes
              WHERE experiment_id = ? AND variant = ? AND metric = ?`,
           )
           .get(experimentId, group.variant, group.metric) as { moments_json: string } | undefined;
-        const moments = new RunningMoments();
-        if (existing !== undefined) {
-          const stored = RunningMoments.fromSnapshot(
-            JSON.parse(existing.moments_json) as MomentsSnapshot,
-          );
-          if (!stored.ok) {
-            throw kilnError('KILN_INTERNAL', {
-              reason: `stored outcome moments: ${stored.message}`,
-            });
-          }
-          moments.merge(stored.moments);
-        }
-        for (const value of values.get(key) ?? []) moments.add(value);
         this.db
           .prepare(
             `INSERT INTO experiment_outcomes (experiment_id, variant, metric, kind, moments_json,
@@ -145,7 +96,7 @@ export class SqliteTrafficDataTables {
             group.variant,
             group.metric,
             group.kind,
-            JSON.stringify(moments.snapshot()),
+            mergedMomentsJson(existing?.moments_json, group.values),
             now,
           );
       }
@@ -169,20 +120,7 @@ export class SqliteTrafficDataTables {
     deltas: readonly ObservationDelta[],
     merge: (existing: unknown, delta: unknown) => unknown,
   ): void {
-    const keyed = deltas.map((delta, i) => {
-      const at = `observations[${i}]`;
-      const bucketMs = timeMs(delta.bucketStart, `${at}.bucketStart`);
-      if (bucketMs % observationBucketMs !== 0) {
-        invalid(
-          `${at}.bucketStart ${delta.bucketStart} is not on a ${observationBucketMs} ms boundary`,
-        );
-      }
-      if (delta.kind !== 'primary' && delta.kind !== 'shadow') {
-        invalid(`${at}.kind must be 'primary' or 'shadow'`);
-      }
-      if (!Number.isSafeInteger(delta.version)) invalid(`${at}.version must be an integer`);
-      return { delta, bucketMs };
-    });
+    const keyed = observationKeys(deltas);
     const write = this.db.transaction(() => {
       const read = this.db.prepare(
         `SELECT data_json FROM traffic_observations WHERE endpoint = ? AND bucket_ms = ?
@@ -194,8 +132,7 @@ export class SqliteTrafficDataTables {
          ON CONFLICT (endpoint, bucket_ms, kind, model, version, slice)
            DO UPDATE SET data_json = excluded.data_json`,
       );
-      for (const { delta, bucketMs } of keyed) {
-        const key = [delta.endpoint, bucketMs, delta.kind, delta.model, delta.version, delta.slice];
+      for (const { delta, key } of keyed) {
         const existing = read.get(...key) as { data_json: string } | undefined;
         const merged = merge(
           existing === undefined ? null : (JSON.parse(existing.data_json) as unknown),

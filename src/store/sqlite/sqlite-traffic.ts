@@ -15,14 +15,21 @@ import { isoAt, type Clock } from '../../core/clock.ts';
 import type { Page } from '../../registry/types.ts';
 import { cursorNumber, decodePageToken, pageOf } from '../page-token.ts';
 import type { PageRequest } from '../store.ts';
-import {
-  versionKey,
-  type EndpointTrafficRecord,
-  type NewTrafficEvent,
-  type TrafficChange,
-  type TrafficEvent,
-  type VersionRef,
+import type {
+  EndpointTrafficRecord,
+  NewTrafficEvent,
+  TrafficChange,
+  TrafficEvent,
+  VersionRef,
 } from '../traffic-records.ts';
+import {
+  activeStates,
+  checkExpectedRevision,
+  mismatch,
+  trafficRowValues,
+  versionsToCheck,
+} from '../traffic-change.ts';
+import { trafficUsersOf } from '../version-users.ts';
 import {
   jsonText,
   toTrafficEvent,
@@ -30,8 +37,9 @@ import {
   type TrafficEventRow,
   type TrafficRow,
 } from './sqlite-traffic-rows.ts';
-import { liveVersionId, timeMs } from './sqlite-traffic-data.ts';
-import { activeStates, mismatch, type SqliteRolloutTables } from './sqlite-rollouts.ts';
+import { liveVersionId } from './sqlite-traffic-data.ts';
+import { canonicalTime } from '../traffic-data-checks.ts';
+import type { SqliteRolloutTables } from './sqlite-rollouts.ts';
 
 export class SqliteTrafficTables {
   constructor(
@@ -66,17 +74,7 @@ export class SqliteTrafficTables {
       if (stable === undefined) throw kilnError('KILN_ENDPOINT_NOT_FOUND', { endpoint });
       if (change.event.endpoint !== endpoint) mismatch('an event', endpoint, change.event.endpoint);
       const current = this.get(endpoint);
-      const revision = current?.revision ?? 0;
-      if (change.expectRevision !== undefined && change.expectRevision !== revision) {
-        throw kilnError(
-          'KILN_TRAFFIC_CONFLICT',
-          {
-            endpoint,
-            reason: `expected revision ${change.expectRevision}, it is at revision ${revision}`,
-          },
-          { expectedRevision: change.expectRevision, revision },
-        );
-      }
+      checkExpectedRevision(endpoint, change, current?.revision ?? 0);
       this.requireNewVersions(change, current, stable);
       const now = isoAt(this.clock);
       if (change.stable !== undefined) this.moveStable(endpoint, change.stable, now);
@@ -90,9 +88,6 @@ export class SqliteTrafficTables {
         if ('create' in experiment) this.runs.createExperiment(endpoint, experiment.create, now);
         else this.runs.stopExperiment(endpoint, experiment.stop, experiment.at);
       }
-      const policy = change.policy !== undefined ? change.policy : (current?.policy ?? null);
-      const previous =
-        change.previous !== undefined ? change.previous : (current?.previous ?? null);
       this.db
         .prepare(
           `INSERT INTO endpoint_traffic (endpoint, policy_json, previous_json, warm_json,
@@ -102,15 +97,7 @@ export class SqliteTrafficTables {
              staged_json = excluded.staged_json, revision = excluded.revision,
              updated_at = excluded.updated_at`,
         )
-        .run(
-          endpoint,
-          policy === null ? null : JSON.stringify(policy),
-          previous === null ? null : JSON.stringify(previous),
-          JSON.stringify(change.warm ?? current?.warm ?? []),
-          JSON.stringify(change.staged ?? current?.staged ?? []),
-          revision + 1,
-          now,
-        );
+        .run(...trafficRowValues(endpoint, change, current, now));
       this.insertEvent(change.event, now);
       const record = this.get(endpoint);
       if (record === null) throw kilnError('KILN_INTERNAL', { reason: 'traffic record vanished' });
@@ -119,55 +106,17 @@ export class SqliteTrafficTables {
     return write.immediate();
   }
 
-  /**
-   * Every version a change starts naming must exist and not be deleted. Versions the endpoint
-   * already runs (its stable, policy, shadow, staged and unexpired warm ones) are the ones a
-   * version delete refuses to remove (`versionUsers`), so they need no second look; a stable
-   * move is always checked (moveStable), since `previous` is not protected.
-   */
+  /** Every version a change starts naming must exist and not be deleted (versionsToCheck). */
   private requireNewVersions(
     change: TrafficChange,
     current: EndpointTrafficRecord | null,
     stable: VersionRef,
   ): void {
-    const known = new Set<string>([versionKey(stable)]);
-    if (current !== null) {
-      for (const ref of this.runningRefs(current)) known.add(versionKey(ref));
-    }
-    const named: VersionRef[] = [
-      ...(change.policy?.versions ?? []),
-      ...(change.policy?.shadows ?? []),
-      ...(change.staged ?? []),
-      // A warm entry whose time is up runs nothing: its version may be gone meanwhile.
-      ...(change.warm ?? []).filter((w) => Date.parse(w.until) > this.clock.now()),
-      ...(change.previous === undefined || change.previous === null ? [] : [change.previous]),
-    ];
-    const rollout = change.rollout;
-    if (rollout !== undefined && 'create' in rollout) {
-      named.push(rollout.create.baseline, rollout.create.canary);
-    }
-    const experiment = change.experiment;
-    if (experiment !== undefined && 'create' in experiment) {
-      named.push(...experiment.create.variants);
-    }
-    for (const ref of named) {
-      if (known.has(versionKey(ref))) continue;
+    for (const ref of versionsToCheck(change, current, stable, this.clock.now())) {
       if (liveVersionId(this.db, ref.model, ref.version) === null) {
         throw kilnError('KILN_VERSION_NOT_FOUND', { model: ref.model, version: ref.version });
       }
-      known.add(versionKey(ref));
     }
-  }
-
-  /** What a record keeps running: policy versions, shadows, staged, warm not yet expired. */
-  private runningRefs(record: EndpointTrafficRecord): VersionRef[] {
-    const now = this.clock.now();
-    return [
-      ...(record.policy?.versions ?? []),
-      ...(record.policy?.shadows ?? []),
-      ...record.staged,
-      ...record.warm.filter((w) => Date.parse(w.until) > now),
-    ];
   }
 
   private moveStable(endpoint: string, stable: VersionRef & { ref: string }, now: string): void {
@@ -193,24 +142,15 @@ export class SqliteTrafficTables {
    * rollouts and running experiments that name it.
    */
   versionUsers(model: string, version: number): string[] {
-    const key = versionKey({ model, version });
-    const users: string[] = [];
-    for (const record of this.list()) {
-      if (this.runningRefs(record).some((ref) => versionKey(ref) === key)) {
-        users.push(`traffic of endpoint ${record.endpoint}`);
-      }
-    }
-    for (const rollout of this.runs.listRollouts({ active: true })) {
-      if (versionKey(rollout.baseline) === key || versionKey(rollout.canary) === key) {
-        users.push(`rollout ${rollout.id}`);
-      }
-    }
-    for (const experiment of this.runs.listExperiments({ state: 'running' })) {
-      if (experiment.variants.some((v) => versionKey(v) === key)) {
-        users.push(`experiment ${experiment.id}`);
-      }
-    }
-    return users;
+    return trafficUsersOf(
+      { model, version },
+      {
+        traffic: this.list(),
+        activeRollouts: this.runs.listRollouts({ active: true }),
+        runningExperiments: this.runs.listExperiments({ state: 'running' }),
+      },
+      this.clock.now(),
+    );
   }
 
   /**
@@ -268,8 +208,7 @@ export class SqliteTrafficTables {
         : cursorNumber(decodePageToken(request.pageToken), 'before');
     // Stored times are toISOString()'s; `since` is made the same so text order is time order
     // ('…:03Z' would sort after '…:03.000Z').
-    const since =
-      request.since === undefined ? null : new Date(timeMs(request.since, 'since')).toISOString();
+    const since = request.since === undefined ? null : canonicalTime(request.since, 'since');
     const rows = this.db
       .prepare(
         `SELECT * FROM traffic_events WHERE endpoint = ? AND id < ? AND (? IS NULL OR at >= ?)
