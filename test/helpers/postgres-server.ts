@@ -62,13 +62,27 @@ async function freePort(): Promise<number> {
 
 let shared: Promise<PostgresServer> | null = null;
 
+// The shared server stops when the test file ends: this hook is registered when the file
+// imports this module (its top level). One registered by the first test that starts the server
+// would stop it when that test ends, under the tests after it.
+after(async () => {
+  if (shared !== null) await (await shared).stop();
+});
+
 /** One server per test file (started on first use). */
 export function postgresServer(): Promise<PostgresServer> {
-  shared ??= startPostgres();
+  shared ??= launchPostgres();
   return shared;
 }
 
+/** A server of its own, stopped when the current test (or the file, at top level) ends. */
 export async function startPostgres(): Promise<PostgresServer> {
+  const server = await launchPostgres();
+  after(() => server.stop());
+  return server;
+}
+
+async function launchPostgres(): Promise<PostgresServer> {
   const bin = postgresBin();
   if (bin === null) throw new Error('PostgreSQL server binaries not found');
   const dir = await mkdtemp(join(tmpdir(), 'kiln-pg-'));
@@ -151,6 +165,5 @@ export async function startPostgres(): Promise<PostgresServer> {
       }
     },
   };
-  after(() => server.stop());
   return server;
 }

@@ -14,6 +14,17 @@ export interface TimeRangeQuery {
   readonly until?: string;
 }
 
+/** A query's [since, until) in epoch ms (no until: the largest safe integer). */
+export function timeRangeMs(query: { readonly since: string; readonly until?: string }): {
+  readonly sinceMs: number;
+  readonly untilMs: number;
+} {
+  return {
+    sinceMs: timeMs(query.since, 'since'),
+    untilMs: query.until === undefined ? Number.MAX_SAFE_INTEGER : timeMs(query.until, 'until'),
+  };
+}
+
 /**
  * `endpoint`'s rows of `table` whose `column` (epoch ms) lies in [since, until), ordered by
  * `orderBy` (default: the column). `filter`: a further condition, ANDed (null: none).
@@ -25,15 +36,14 @@ export function listTimeKeyedRows<Row>(
   query: TimeRangeQuery,
   options: { readonly filter?: string | null; readonly orderBy?: string } = {},
 ): Row[] {
-  const since = timeMs(query.since, 'since');
-  const until = query.until === undefined ? Number.MAX_SAFE_INTEGER : timeMs(query.until, 'until');
+  const { sinceMs, untilMs } = timeRangeMs(query);
   const filter = options.filter == null ? '' : ` AND ${options.filter}`;
   return db
     .prepare(
       `SELECT * FROM ${table} WHERE endpoint = ? AND ${column} >= ? AND ${column} < ?${filter}
        ORDER BY ${options.orderBy ?? column}`,
     )
-    .all(query.endpoint, since, until) as Row[];
+    .all(query.endpoint, sinceMs, untilMs) as Row[];
 }
 
 /** Deletes the rows of `table` whose `column` (epoch ms) is before `before`; how many. */
