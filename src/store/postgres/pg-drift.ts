@@ -13,7 +13,7 @@ import {
   type DriftDbRow,
 } from '../sqlite/sqlite-drift.ts';
 import type { PgDatabase } from './pg-database.ts';
-import { listPgTimeKeyedRows, prunePgTimeKeyedRows } from './pg-time-keyed-rows.ts';
+import { pgListTimeKeyedRows, pgPruneTimeKeyedRows } from './pg-time-keyed-rows.ts';
 
 export class PgDriftTables {
   constructor(
@@ -58,26 +58,22 @@ export class PgDriftTables {
   }
 
   /** Oldest window first; within a window, overall before slices, slices by value. */
-  listWindows(query: DriftWindowQuery): Promise<DriftWindowRecord[]> {
-    return this.db.read(async (c) => {
-      const rows = await listPgTimeKeyedRows<DriftDbRow>(
-        c,
-        'drift_windows',
-        'window_start_ms',
-        query,
-        {
-          filter: driftSliceFilter(query),
-          orderBy: 'window_start_ms, model COLLATE "C", version, slice COLLATE "C"',
-        },
-      );
-      return rows.map(driftRecordOf);
-    });
+  async listWindows(query: DriftWindowQuery): Promise<DriftWindowRecord[]> {
+    const rows = await pgListTimeKeyedRows<DriftDbRow>(
+      this.db,
+      'drift_windows',
+      'window_start_ms',
+      query,
+      {
+        filter: driftSliceFilter(query),
+        orderBy: 'window_start_ms, model COLLATE "C", version, slice COLLATE "C"',
+      },
+    );
+    return rows.map(driftRecordOf);
   }
 
   /** Deletes windows that started before `before`; returns how many. */
   pruneWindows(before: string): Promise<number> {
-    return this.db.write((c) =>
-      prunePgTimeKeyedRows(c, 'drift_windows', 'window_start_ms', before),
-    );
+    return pgPruneTimeKeyedRows(this.db, 'drift_windows', 'window_start_ms', before);
   }
 }

@@ -21,7 +21,7 @@ import {
   type MinuteDbRow,
 } from '../sqlite/sqlite-slo.ts';
 import type { PgDatabase } from './pg-database.ts';
-import { listPgTimeKeyedRows, prunePgTimeKeyedRows } from './pg-time-keyed-rows.ts';
+import { pgListTimeKeyedRows, pgPruneTimeKeyedRows } from './pg-time-keyed-rows.ts';
 
 export class PgSloTables {
   constructor(
@@ -60,14 +60,12 @@ export class PgSloTables {
     readonly since: string;
     readonly until?: string;
   }): Promise<SliMinuteRow[]> {
-    const rows = await this.db.read((c) =>
-      listPgTimeKeyedRows<MinuteDbRow>(c, 'slo_minutes', 'minute_ms', query),
-    );
+    const rows = await pgListTimeKeyedRows<MinuteDbRow>(this.db, 'slo_minutes', 'minute_ms', query);
     return rows.map(toMinute);
   }
 
   pruneSliMinutes(before: string): Promise<number> {
-    return this.db.write((c) => prunePgTimeKeyedRows(c, 'slo_minutes', 'minute_ms', before));
+    return pgPruneTimeKeyedRows(this.db, 'slo_minutes', 'minute_ms', before);
   }
 
   /** Current alert states (one endpoint's, or all), by endpoint then alert. */
