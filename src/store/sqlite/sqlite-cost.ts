@@ -12,8 +12,9 @@ import {
   type UsageRow,
 } from '../cost-records.ts';
 import { timeMs } from './sqlite-traffic-data.ts';
+import { timeRangeMs } from './time-keyed-rows.ts';
 
-interface UsageDbRow {
+export interface UsageDbRow {
   endpoint: string;
   team: string;
   hour_ms: number;
@@ -27,7 +28,7 @@ interface UsageDbRow {
   cpu_busy_seconds: number;
 }
 
-interface TokenDbRow {
+export interface TokenDbRow {
   endpoint: string;
   team: string;
   hour_ms: number;
@@ -49,11 +50,69 @@ function hourOf(iso: string, what: string): number {
   return ms;
 }
 
+/**
+ * Usage row `index` checked (KILN_VALIDATION_FAILED naming it and the field); its hour in epoch
+ * ms. Shared with the PostgreSQL store.
+ */
+export function checkedUsageHourMs(row: UsageRow, index: number): number {
+  const what = `usage row ${index} (endpoint ${row.endpoint}, hour ${row.hourStart})`;
+  const hourMs = hourOf(row.hourStart, `${what}: hourStart`);
+  if (row.endpoint === '') invalid(`${what}: endpoint is empty`);
+  for (const field of [
+    'cpu',
+    'memoryGiB',
+    'accelerators',
+    'replicaSeconds',
+    'observedSeconds',
+    'cpuBusySeconds',
+  ] as const)
+    if (!isAmount(row[field])) invalid(`${what}: ${field} must be a finite number >= 0`);
+  if (row.capacity !== 'spot' && row.capacity !== 'on-demand')
+    invalid(`${what}: capacity must be spot or on-demand`);
+  return hourMs;
+}
+
+/** Token row `index` checked, as checkedUsageHourMs; its hour in epoch ms. */
+export function checkedTokenHourMs(row: TokenUsageRow, index: number): number {
+  const what = `token row ${index} (endpoint ${row.endpoint}, hour ${row.hourStart})`;
+  const hourMs = hourOf(row.hourStart, `${what}: hourStart`);
+  if (row.endpoint === '') invalid(`${what}: endpoint is empty`);
+  for (const field of ['promptTokens', 'completionTokens'] as const)
+    if (!Number.isSafeInteger(row[field]) || row[field] < 0)
+      invalid(`${what}: ${field} must be an integer >= 0`);
+  return hourMs;
+}
+
+export function usageRowOf(row: UsageDbRow): UsageRow {
+  return {
+    endpoint: row.endpoint,
+    team: row.team,
+    hourStart: new Date(row.hour_ms).toISOString(),
+    cpu: row.cpu,
+    memoryGiB: row.memory_gib,
+    acceleratorType: row.accelerator_type,
+    accelerators: row.accelerators,
+    capacity: row.capacity,
+    replicaSeconds: row.replica_seconds,
+    observedSeconds: row.observed_seconds,
+    cpuBusySeconds: row.cpu_busy_seconds,
+  };
+}
+
+export function tokenUsageRowOf(row: TokenDbRow): TokenUsageRow {
+  return {
+    endpoint: row.endpoint,
+    team: row.team,
+    hourStart: new Date(row.hour_ms).toISOString(),
+    promptTokens: row.prompt_tokens,
+    completionTokens: row.completion_tokens,
+  };
+}
+
 /** `[since, until)` and the endpoint filter as SQL. */
 function window(query: UsageQuery): { where: string; args: Array<string | number> } {
-  const since = timeMs(query.since, 'since');
-  const until = query.until === undefined ? Number.MAX_SAFE_INTEGER : timeMs(query.until, 'until');
-  const args: Array<string | number> = [since, until];
+  const { sinceMs, untilMs } = timeRangeMs(query);
+  const args: Array<string | number> = [sinceMs, untilMs];
   let where = 'hour_ms >= ? AND hour_ms < ?';
   if (query.endpoint !== undefined) {
     where += ' AND endpoint = ?';
@@ -78,20 +137,7 @@ export class SqliteCostTables {
     );
     this.db.transaction(() => {
       for (const [i, row] of rows.entries()) {
-        const what = `usage row ${i} (endpoint ${row.endpoint}, hour ${row.hourStart})`;
-        const hourMs = hourOf(row.hourStart, `${what}: hourStart`);
-        if (row.endpoint === '') invalid(`${what}: endpoint is empty`);
-        for (const field of [
-          'cpu',
-          'memoryGiB',
-          'accelerators',
-          'replicaSeconds',
-          'observedSeconds',
-          'cpuBusySeconds',
-        ] as const)
-          if (!isAmount(row[field])) invalid(`${what}: ${field} must be a finite number >= 0`);
-        if (row.capacity !== 'spot' && row.capacity !== 'on-demand')
-          invalid(`${what}: capacity must be spot or on-demand`);
+        const hourMs = checkedUsageHourMs(row, i);
         write.run(
           row.endpoint,
           row.team,
@@ -114,19 +160,7 @@ export class SqliteCostTables {
     const rows = this.db
       .prepare(`SELECT * FROM cost_usage WHERE ${where} ORDER BY hour_ms, endpoint`)
       .all(...args) as UsageDbRow[];
-    return rows.map((row) => ({
-      endpoint: row.endpoint,
-      team: row.team,
-      hourStart: new Date(row.hour_ms).toISOString(),
-      cpu: row.cpu,
-      memoryGiB: row.memory_gib,
-      acceleratorType: row.accelerator_type,
-      accelerators: row.accelerators,
-      capacity: row.capacity,
-      replicaSeconds: row.replica_seconds,
-      observedSeconds: row.observed_seconds,
-      cpuBusySeconds: row.cpu_busy_seconds,
-    }));
+    return rows.map(usageRowOf);
   }
 
   mergeTokenUsage(rows: readonly TokenUsageRow[]): void {
@@ -139,12 +173,7 @@ export class SqliteCostTables {
     );
     this.db.transaction(() => {
       for (const [i, row] of rows.entries()) {
-        const what = `token row ${i} (endpoint ${row.endpoint}, hour ${row.hourStart})`;
-        const hourMs = hourOf(row.hourStart, `${what}: hourStart`);
-        if (row.endpoint === '') invalid(`${what}: endpoint is empty`);
-        for (const field of ['promptTokens', 'completionTokens'] as const)
-          if (!Number.isSafeInteger(row[field]) || row[field] < 0)
-            invalid(`${what}: ${field} must be an integer >= 0`);
+        const hourMs = checkedTokenHourMs(row, i);
         write.run(row.endpoint, row.team, hourMs, row.promptTokens, row.completionTokens);
       }
     })();
@@ -155,13 +184,7 @@ export class SqliteCostTables {
     const rows = this.db
       .prepare(`SELECT * FROM cost_tokens WHERE ${where} ORDER BY hour_ms, endpoint`)
       .all(...args) as TokenDbRow[];
-    return rows.map((row) => ({
-      endpoint: row.endpoint,
-      team: row.team,
-      hourStart: new Date(row.hour_ms).toISOString(),
-      promptTokens: row.prompt_tokens,
-      completionTokens: row.completion_tokens,
-    }));
+    return rows.map(tokenUsageRowOf);
   }
 
   pruneUsage(before: string): number {

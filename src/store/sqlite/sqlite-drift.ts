@@ -12,7 +12,7 @@ import type { DriftWindowQuery, DriftWindowRecord, NewDriftWindow } from '../dri
 import { timeMs } from './sqlite-traffic-data.ts';
 import { listTimeKeyedRows, pruneTimeKeyedRows } from './time-keyed-rows.ts';
 
-interface DriftDbRow {
+export interface DriftDbRow {
   endpoint: string;
   model: string;
   version: number;
@@ -28,7 +28,8 @@ function invalid(reason: string): never {
   throw kilnError('KILN_VALIDATION_FAILED', { reason });
 }
 
-function recordOf(row: DriftDbRow): DriftWindowRecord {
+/** A stored row as the Store returns it (shared with the PostgreSQL store). */
+export function driftRecordOf(row: DriftDbRow): DriftWindowRecord {
   return {
     endpoint: row.endpoint,
     model: row.model,
@@ -39,6 +40,41 @@ function recordOf(row: DriftDbRow): DriftWindowRecord {
     profile: JSON.parse(row.profile_json) as DataProfile,
     updatedAt: row.updated_at,
   };
+}
+
+/**
+ * Row `index` of a merge checked (KILN_VALIDATION_FAILED naming it: a window start off its
+ * length, an empty slice) and its key as stored: start in epoch ms, '' for overall.
+ */
+export function driftWindowKey(
+  row: NewDriftWindow,
+  index: number,
+): { readonly what: string; readonly startMs: number; readonly slice: string } {
+  const what = `drift window ${index} (endpoint ${row.endpoint}, ${row.model}:${row.version}, ${row.windowStart})`;
+  const startMs = timeMs(row.windowStart, `${what}: windowStart`);
+  if (!(Number.isSafeInteger(row.windowMs) && row.windowMs > 0))
+    invalid(`${what}: windowMs must be a positive integer`);
+  if (startMs % row.windowMs !== 0) invalid(`${what}: windowStart is not on a window`);
+  if (row.slice === '') invalid(`${what}: slice is empty (null is overall)`);
+  return { what, startMs, slice: row.slice ?? '' };
+}
+
+/** The profile to store: `profile` merged into the stored one (none: as it is). */
+export function mergedDriftProfile(
+  storedJson: string | undefined,
+  profile: DataProfile,
+  what: string,
+): DataProfile {
+  if (storedJson === undefined) return profile;
+  const merged = mergeDataProfiles(JSON.parse(storedJson) as DataProfile, profile);
+  if (!merged.ok) invalid(`${what}: ${merged.message}`);
+  return merged.profile;
+}
+
+/** The SQL condition on `slice` a query's `slices` asks for (null: every row). */
+export function driftSliceFilter(query: DriftWindowQuery): string | null {
+  const which = query.slices ?? 'overall';
+  return which === 'overall' ? "slice = ''" : which === 'slices' ? "slice <> ''" : null;
 }
 
 export class SqliteDriftTables {
@@ -67,21 +103,10 @@ export class SqliteDriftTables {
       );
       const now = isoAt(this.clock);
       for (const [i, row] of rows.entries()) {
-        const what = `drift window ${i} (endpoint ${row.endpoint}, ${row.model}:${row.version}, ${row.windowStart})`;
-        const startMs = timeMs(row.windowStart, `${what}: windowStart`);
-        if (!(Number.isSafeInteger(row.windowMs) && row.windowMs > 0))
-          invalid(`${what}: windowMs must be a positive integer`);
-        if (startMs % row.windowMs !== 0) invalid(`${what}: windowStart is not on a window`);
-        if (row.slice === '') invalid(`${what}: slice is empty (null is overall)`);
-        const slice = row.slice ?? '';
+        const { what, startMs, slice } = driftWindowKey(row, i);
         const stored = read.get(row.endpoint, row.model, row.version, startMs, slice) as
           DriftDbRow | undefined;
-        let profile = row.profile;
-        if (stored !== undefined) {
-          const merged = mergeDataProfiles(JSON.parse(stored.profile_json) as DataProfile, profile);
-          if (!merged.ok) invalid(`${what}: ${merged.message}`);
-          profile = merged.profile;
-        }
+        const profile = mergedDriftProfile(stored?.profile_json, row.profile, what);
         write.run(
           row.endpoint,
           row.model,
@@ -100,12 +125,11 @@ export class SqliteDriftTables {
 
   /** Oldest window first; within a window, overall before slices, slices by value. */
   listWindows(query: DriftWindowQuery): DriftWindowRecord[] {
-    const which = query.slices ?? 'overall';
     const rows = listTimeKeyedRows<DriftDbRow>(this.db, 'drift_windows', 'window_start_ms', query, {
-      filter: which === 'overall' ? "slice = ''" : which === 'slices' ? "slice <> ''" : null,
+      filter: driftSliceFilter(query),
       orderBy: 'window_start_ms, model, version, slice',
     });
-    return rows.map(recordOf);
+    return rows.map(driftRecordOf);
   }
 
   /** Deletes windows that started before `before`; returns how many. */

@@ -9,11 +9,22 @@ import type { DataProfile } from '../../observability/profile/data-profile.ts';
 import type { VersionProfile } from '../profile-records.ts';
 import { liveVersionId } from './sqlite-traffic-data.ts';
 
-interface ProfileRow {
+export interface ProfileRow {
   model: string;
   version: number;
   profile_json: string;
   stored_at: string;
+}
+
+/** A stored row as the Store returns it (shared with the PostgreSQL store). */
+export function profileRecordOf(row: ProfileRow): VersionProfile {
+  return {
+    model: row.model,
+    version: row.version,
+    // Written by setVersionProfile from a checked DataProfile: trusted as that shape.
+    profile: JSON.parse(row.profile_json) as DataProfile,
+    storedAt: row.stored_at,
+  };
 }
 
 export class SqliteProfileTables {
@@ -52,13 +63,6 @@ export class SqliteProfileTables {
          WHERE m.name = ? AND v.version = ? AND v.deleted_at IS NULL`,
       )
       .get(model, version) as ProfileRow | undefined;
-    if (row === undefined) return null;
-    return {
-      model: row.model,
-      version: row.version,
-      // Written by setVersionProfile from a checked DataProfile: trusted as that shape.
-      profile: JSON.parse(row.profile_json) as DataProfile,
-      storedAt: row.stored_at,
-    };
+    return row === undefined ? null : profileRecordOf(row);
   }
 }

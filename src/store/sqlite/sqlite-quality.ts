@@ -11,7 +11,7 @@ import type {
   OutcomeJoinStatus,
 } from '../quality-records.ts';
 
-interface JoinedRow {
+export interface JoinedRow {
   request_id: string;
   model: string;
   version: number;
@@ -20,6 +20,50 @@ interface JoinedRow {
   slice: string | null;
   at_ms: number;
   joined_at_ms: number;
+}
+
+/** A stored joined row as the Store returns it (shared with the PostgreSQL store). */
+export function joinedPredictionOf(r: JoinedRow): JoinedPrediction {
+  return {
+    requestId: r.request_id,
+    model: r.model,
+    version: r.version,
+    prediction: r.prediction,
+    outcome: r.outcome,
+    slice: r.slice,
+    atMs: r.at_ms,
+    joinedAtMs: r.joined_at_ms,
+  };
+}
+
+/** What the join reads of a stored prediction. */
+export interface PredictionJoinState {
+  readonly atMs: number;
+  readonly joinedAtMs: number | null;
+}
+
+/**
+ * One status per outcome, in order, and the outcomes to write: `find` reads an endpoint's
+ * prediction by request id (undefined: none). An id twice in one batch joins once.
+ */
+export function planOutcomeJoin(
+  items: readonly OutcomeItem[],
+  windowStartMs: number,
+  find: (requestId: string) => PredictionJoinState | undefined,
+): { readonly statuses: OutcomeJoinStatus[]; readonly joins: OutcomeItem[] } {
+  const seen = new Set<string>();
+  const joins: OutcomeItem[] = [];
+  const statuses = items.map((item): OutcomeJoinStatus => {
+    if (seen.has(item.requestId)) return 'duplicate';
+    seen.add(item.requestId);
+    const row = find(item.requestId);
+    if (row === undefined) return 'unknown';
+    if (row.joinedAtMs !== null) return 'duplicate';
+    if (row.atMs < windowStartMs) return 'expired';
+    joins.push(item);
+    return 'joined';
+  });
+  return { statuses, joins };
 }
 
 export class SqliteQualityTables {
@@ -65,18 +109,13 @@ export class SqliteQualityTables {
        WHERE endpoint = ? AND request_id = ? AND joined_at_ms IS NULL`,
     );
     const run = this.db.transaction(() => {
-      const seen = new Set<string>();
-      return items.map((item): OutcomeJoinStatus => {
-        if (seen.has(item.requestId)) return 'duplicate';
-        seen.add(item.requestId);
-        const row = find.get(endpoint, item.requestId) as
+      const plan = planOutcomeJoin(items, windowStartMs, (requestId) => {
+        const row = find.get(endpoint, requestId) as
           { at_ms: number; joined_at_ms: number | null } | undefined;
-        if (row === undefined) return 'unknown';
-        if (row.joined_at_ms !== null) return 'duplicate';
-        if (row.at_ms < windowStartMs) return 'expired';
-        join.run(item.value, nowMs, endpoint, item.requestId);
-        return 'joined';
+        return row === undefined ? undefined : { atMs: row.at_ms, joinedAtMs: row.joined_at_ms };
       });
+      for (const item of plan.joins) join.run(item.value, nowMs, endpoint, item.requestId);
+      return plan.statuses;
     });
     return run.immediate();
   }
@@ -109,16 +148,7 @@ export class SqliteQualityTables {
             )
             .all(query.endpoint, query.sinceMs, until, query.slice)
     ) as JoinedRow[];
-    return rows.map((r) => ({
-      requestId: r.request_id,
-      model: r.model,
-      version: r.version,
-      prediction: r.prediction,
-      outcome: r.outcome,
-      slice: r.slice,
-      atMs: r.at_ms,
-      joinedAtMs: r.joined_at_ms,
-    }));
+    return rows.map(joinedPredictionOf);
   }
 
   /**

@@ -20,7 +20,7 @@ import { listTimeKeyedRows, pruneTimeKeyedRows } from './time-keyed-rows.ts';
 /** SLI rows are per minute: minuteStart must be an ISO time on a multiple of this. */
 export const sliMinuteMs = 60_000;
 
-interface MinuteDbRow {
+export interface MinuteDbRow {
   endpoint: string;
   minute_ms: number;
   requests: number;
@@ -29,7 +29,7 @@ interface MinuteDbRow {
   latency_good: number;
 }
 
-interface AlertDbRow {
+export interface AlertDbRow {
   endpoint: string;
   alert: string;
   severity: string;
@@ -40,7 +40,7 @@ interface AlertDbRow {
   updated_at: string;
 }
 
-interface EventDbRow extends Omit<AlertDbRow, 'since' | 'updated_at'> {
+export interface EventDbRow extends Omit<AlertDbRow, 'since' | 'updated_at'> {
   id: number;
   at: string;
 }
@@ -53,7 +53,24 @@ function isCount(n: number): boolean {
   return Number.isSafeInteger(n) && n >= 0;
 }
 
-function toMinute(row: MinuteDbRow): SliMinuteRow {
+/**
+ * SLI row `index` checked (KILN_VALIDATION_FAILED naming it and the field); its minute in
+ * epoch ms. Shared with the PostgreSQL store.
+ */
+export function checkedSliMinuteMs(row: SliMinuteRow, index: number): number {
+  const what = `SLI row ${index} (endpoint ${row.endpoint}, minute ${row.minuteStart})`;
+  const minuteMs = timeMs(row.minuteStart, `${what}: minuteStart`);
+  if (minuteMs % sliMinuteMs !== 0) invalid(`${what}: minuteStart is not on a minute`);
+  if (row.endpoint === '') invalid(`${what}: endpoint is empty`);
+  for (const key of ['requests', 'serverErrors', 'latencyTotal', 'latencyGood'] as const) {
+    if (!isCount(row[key])) invalid(`${what}: ${key} must be an integer >= 0`);
+  }
+  if (row.serverErrors > row.requests) invalid(`${what}: serverErrors > requests`);
+  if (row.latencyGood > row.latencyTotal) invalid(`${what}: latencyGood > latencyTotal`);
+  return minuteMs;
+}
+
+export function toMinute(row: MinuteDbRow): SliMinuteRow {
   return {
     endpoint: row.endpoint,
     minuteStart: new Date(row.minute_ms).toISOString(),
@@ -64,7 +81,7 @@ function toMinute(row: MinuteDbRow): SliMinuteRow {
   };
 }
 
-function toAlert(row: AlertDbRow): SloAlertRecord {
+export function toAlert(row: AlertDbRow): SloAlertRecord {
   return {
     endpoint: row.endpoint,
     alert: row.alert,
@@ -77,7 +94,7 @@ function toAlert(row: AlertDbRow): SloAlertRecord {
   };
 }
 
-function toEvent(row: EventDbRow): SloAlertEvent {
+export function toEvent(row: EventDbRow): SloAlertEvent {
   return {
     id: row.id,
     endpoint: row.endpoint,
@@ -109,15 +126,7 @@ export class SqliteSloTables {
            latency_good = latency_good + excluded.latency_good`,
       );
       for (const [i, row] of rows.entries()) {
-        const what = `SLI row ${i} (endpoint ${row.endpoint}, minute ${row.minuteStart})`;
-        const minuteMs = timeMs(row.minuteStart, `${what}: minuteStart`);
-        if (minuteMs % sliMinuteMs !== 0) invalid(`${what}: minuteStart is not on a minute`);
-        if (row.endpoint === '') invalid(`${what}: endpoint is empty`);
-        for (const key of ['requests', 'serverErrors', 'latencyTotal', 'latencyGood'] as const) {
-          if (!isCount(row[key])) invalid(`${what}: ${key} must be an integer >= 0`);
-        }
-        if (row.serverErrors > row.requests) invalid(`${what}: serverErrors > requests`);
-        if (row.latencyGood > row.latencyTotal) invalid(`${what}: latencyGood > latencyTotal`);
+        const minuteMs = checkedSliMinuteMs(row, i);
         write.run(
           row.endpoint,
           minuteMs,

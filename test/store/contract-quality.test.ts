@@ -1,6 +1,8 @@
-import { test } from 'node:test';
+// Predictions and outcomes (migration 9), on every store kind: outcomes join once, within the
+// join window; prune keeps joined rows to their own horizon.
+
 import assert from 'node:assert/strict';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import { forEachStore } from '../helpers/store-kinds.ts';
 import type { NewPrediction } from '../../src/store/quality-records.ts';
 
 function prediction(
@@ -20,9 +22,9 @@ function prediction(
   };
 }
 
-test('outcomes join once, within the window; unknown, expired and duplicates are told apart', async () => {
-  const store = SqliteStore.open(':memory:');
-  try {
+forEachStore(
+  'outcomes join once, within the window; unknown, expired and duplicates are told apart',
+  async ({ store }) => {
     assert.equal(
       await store.addPredictions([
         prediction('a', 1_000, { prediction: 0.9, slice: 'de' }),
@@ -77,7 +79,31 @@ test('outcomes join once, within the window; unknown, expired and duplicates are
     );
     assert.equal(await store.prunePredictions('fraud', 0, 1_500), 1);
     assert.equal((await store.listJoinedPredictions({ endpoint: 'fraud', sinceMs: 0 })).length, 1);
-  } finally {
-    await store.close();
-  }
-});
+  },
+);
+
+forEachStore(
+  'a request id twice in one batch keeps the first; an outcome reported to two control planes at once joins once',
+  async (subject) => {
+    const { store } = subject;
+    const other = await subject.openAnother();
+    assert.equal(
+      await store.addPredictions([
+        prediction('a', 1_000, { prediction: 0.25 }),
+        prediction('a', 1_000, { prediction: 0.75 }),
+        prediction('b', 1_000),
+      ]),
+      2,
+    );
+    assert.equal(await store.addPredictions([]), 0);
+    const [fromStore, fromOther] = await Promise.all([
+      store.joinOutcomes('fraud', [{ requestId: 'a', value: 1 }], 0, 2_000),
+      other.joinOutcomes('fraud', [{ requestId: 'a', value: 0 }], 0, 3_000),
+    ]);
+    assert.deepEqual([...fromStore, ...fromOther].sort(), ['duplicate', 'joined']);
+    const [joined] = await other.listJoinedPredictions({ endpoint: 'fraud', sinceMs: 0 });
+    assert.equal(joined?.prediction, 0.25);
+    assert.equal(joined?.outcome, fromStore[0] === 'joined' ? 1 : 0);
+    assert.deepEqual(await store.joinOutcomes('fraud', [], 0, 4_000), []);
+  },
+);

@@ -1,9 +1,10 @@
-import { test } from 'node:test';
+// Drift windows (migration 8), on every store kind: profiles merge per endpoint, version, window
+// and slice; bad rows or sketches that do not merge refuse the whole call.
+
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import type { Store } from '../../src/store/store.ts';
 import { KilnError } from '../../src/core/errors.ts';
-import { FakeClock, tempDir } from '../helpers/temp-dir.ts';
+import { forEachStore } from '../helpers/store-kinds.ts';
 import { NumericSketcher } from '../../src/observability/profile/numeric-sketcher.ts';
 import type { DataProfile } from '../../src/observability/profile/data-profile.ts';
 
@@ -19,16 +20,11 @@ function profileOf(values: readonly number[]): DataProfile {
   };
 }
 
-async function openStore(): Promise<SqliteStore> {
-  const dir = await tempDir();
-  return SqliteStore.open(join(dir, 'kiln.db'), { clock: new FakeClock() });
-}
-
 const base = { endpoint: 'fraud', model: 'fraud', version: 1, windowMs: 60_000 };
 
-test('drift windows merge per endpoint, version, window and slice; listed oldest first', async () => {
-  const store = await openStore();
-  try {
+forEachStore(
+  'drift windows merge per endpoint, version, window and slice; listed oldest first',
+  async ({ store }) => {
     const w0 = '2026-01-01T00:00:00.000Z';
     const w1 = '2026-01-01T00:01:00.000Z';
     await store.mergeDriftWindows([
@@ -58,7 +54,11 @@ test('drift windows merge per endpoint, version, window and slice; listed oldest
         [w1, null],
       ],
     );
-    const slices = await store.listDriftWindows({ endpoint: 'fraud', since: w0, slices: 'slices' });
+    const slices = await store.listDriftWindows({
+      endpoint: 'fraud',
+      since: w0,
+      slices: 'slices',
+    });
     assert.deepEqual(
       slices.map((w) => w.slice),
       ['FR'],
@@ -69,16 +69,14 @@ test('drift windows merge per endpoint, version, window and slice; listed oldest
       (await store.listDriftWindows({ endpoint: 'fraud', since: w0, slices: 'all' })).length,
       1,
     );
-  } finally {
-    await store.close();
-  }
-});
+  },
+);
 
-test('a window off its length, an empty slice or sketches that do not merge refuse the call', async () => {
-  const store = await openStore();
-  try {
+forEachStore(
+  'a window off its length, an empty slice or sketches that do not merge refuse the call',
+  async ({ store }) => {
     const refused = async (
-      row: Parameters<SqliteStore['mergeDriftWindows']>[0][number],
+      row: Parameters<Store['mergeDriftWindows']>[0][number],
       pattern: RegExp,
     ) => {
       await assert.rejects(store.mergeDriftWindows([row]), (error: unknown) => {
@@ -117,7 +115,39 @@ test('a window off its length, an empty slice or sketches that do not merge refu
     // The refused call left the stored window as it was.
     const [row] = await store.listDriftWindows({ endpoint: 'fraud', since: w0 });
     assert.equal(row!.profile.rows, 1);
-  } finally {
-    await store.close();
-  }
-});
+  },
+);
+
+forEachStore(
+  'two control planes merging into one window concurrently lose no counts; slices list in byte order',
+  async (subject) => {
+    const { store } = subject;
+    const other = await subject.openAnother();
+    const w0 = '2026-01-01T00:00:00.000Z';
+    const merges = [];
+    for (let i = 0; i < 10; i += 1) {
+      for (const s of [store, other]) {
+        merges.push(
+          s.mergeDriftWindows([
+            { ...base, windowStart: w0, slice: null, profile: profileOf([i]) },
+            { ...base, windowStart: w0, slice: i % 2 === 0 ? 'de' : 'FR', profile: profileOf([i]) },
+          ]),
+        );
+      }
+    }
+    await Promise.all(merges);
+    const all = await store.listDriftWindows({ endpoint: 'fraud', since: w0, slices: 'all' });
+    // Byte order, as SQLite compares text: 'FR' (0x46) before 'de' (0x64).
+    assert.deepEqual(
+      all.map((w) => [w.slice, w.profile.rows]),
+      [
+        [null, 20],
+        ['FR', 10],
+        ['de', 10],
+      ],
+    );
+    const x = all[0]!.profile.features.x!;
+    // Merge order varies between runs: the mean of 0..9 to within rounding.
+    assert.ok(Math.abs((x.kind === 'numeric' ? x.moments.mean : 0) - 4.5) < 1e-9);
+  },
+);
