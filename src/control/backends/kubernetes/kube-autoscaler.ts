@@ -103,9 +103,12 @@ function prometheusTrigger(
 function kedaTriggers(input: KubeAutoscalerInput): Record<string, unknown>[] {
   const { policy, namespace, name, endpoint } = input;
   const pods = `namespace=${quoted(namespace)},pod=~${quoted(`${name}-.*`)}`;
-  const gateway = `endpoint=${quoted(endpoint)}`;
   const target = thresholdText(policy.target);
-  const demand = `sum(kiln_gateway_inflight_requests{${gateway}}) + sum(kiln_gateway_activator_held{${gateway}} or vector(0))`;
+  // Gateways of this install only (they run in its namespace); `or vector(0)`: a series not
+  // reported yet (no request since a gateway started) counts as 0 rather than no answer.
+  const gateway = `namespace=${quoted(namespace)},endpoint=${quoted(endpoint)}`;
+  const held = `(sum(kiln_gateway_activator_held{${gateway}}) or vector(0))`;
+  const demand = `(sum(kiln_gateway_inflight_requests{${gateway}}) or vector(0)) + ${held}`;
   const wake = prometheusTrigger(input, 'wake', demand, wakeOnlyThreshold, '0');
   const atZero = policy.minReplicas === 0;
   switch (policy.signal) {
@@ -126,7 +129,7 @@ function kedaTriggers(input: KubeAutoscalerInput): Record<string, unknown>[] {
         prometheusTrigger(
           input,
           'qps',
-          `sum(rate(kiln_gateway_requests_total{${gateway}}[1m])) + sum(kiln_gateway_activator_held{${gateway}} or vector(0))`,
+          `(sum(rate(kiln_gateway_requests_total{${gateway}}[1m])) or vector(0)) + ${held}`,
           target,
           '0',
         ),

@@ -334,6 +334,23 @@ test('autoscaling: HPA where it can express the signal, KEDA otherwise and for s
       }
     }
   }
+  const atZero = renderRevision({
+    ...inputOf(onnxSample),
+    autoscale: policy({ minReplicas: 0, maxReplicas: 3, signal: 'queue-depth', target: 4 }),
+  })[3]!;
+  assert.equal(at(atZero, 'spec', 'cooldownPeriod'), 300);
+  assert.deepEqual(at(atZero, 'spec', 'triggers', 1), {
+    type: 'prometheus',
+    name: 'wake',
+    metricType: 'AverageValue',
+    metadata: {
+      serverAddress: 'http://prometheus-operated.monitoring.svc:9090',
+      query:
+        '(sum(kiln_gateway_inflight_requests{namespace="kiln",endpoint="iris.onnx"}) or vector(0)) + (sum(kiln_gateway_activator_held{namespace="kiln",endpoint="iris.onnx"}) or vector(0))',
+      threshold: '1000000000',
+      activationThreshold: '0',
+    },
+  });
   const cpu = renderRevision({
     ...inputOf(onnxSample),
     autoscale: policy({ minReplicas: 1, maxReplicas: 3, signal: 'cpu', target: 0.7 }),
