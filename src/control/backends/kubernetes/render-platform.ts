@@ -286,12 +286,12 @@ export function renderInstall(input: PlatformRenderInput): Readonly<Record<strin
           namespace: input.namespace,
           labels: { 'app.kubernetes.io/part-of': 'kiln' },
         },
-        // Edit: the bucket and prefix blobs live under; endpoint only for non-AWS S3.
+        // Edit: the bucket and prefix blobs live under (`kiln up --artifacts`'s setting),
+        // and the region. A non-AWS S3 (MinIO…) adds AWS_ENDPOINT_URL_S3. Credentials: the
+        // kiln-artifacts Secret, or the pods' IAM role.
         data: {
-          KILN_S3_BUCKET: 'kiln-artifacts',
-          KILN_S3_PREFIX: 'prod/',
+          KILN_ARTIFACTS_URL: 's3://kiln-artifacts/prod',
           AWS_REGION: 'us-east-1',
-          AWS_ENDPOINT_URL_S3: '',
         },
       },
     ],
