@@ -142,3 +142,34 @@ test('the Dockerfile: Node 20 slim stages, production dependencies, dist/, non-r
   for (const path of ['node_modules', 'dist', '.kiln', '.git'])
     assert.ok(ignore.includes(path), path);
 });
+
+test('the control plane reads its store URL from a Secret and the artifact settings; the gateway its token', () => {
+  type Container = {
+    command: string[];
+    args: string[];
+    env: { name: string; valueFrom?: unknown; value?: string }[];
+    envFrom?: unknown[];
+  };
+  const containerOf = (file: string): Container =>
+    (
+      install[file]!.find((o) => o.kind === 'Deployment') as unknown as {
+        spec: { template: { spec: { containers: Container[]; serviceAccountName?: string } } };
+      }
+    ).spec.template.spec.containers[0]!;
+  const control = containerOf('30-control-plane.yaml');
+  assert.deepEqual(control.env.find((e) => e.name === 'KILN_STORE_URL')?.valueFrom, {
+    secretKeyRef: { name: 'kiln-store', key: 'url' },
+  });
+  assert.deepEqual(control.envFrom, [
+    { configMapRef: { name: 'kiln-artifacts' } },
+    { secretRef: { name: 'kiln-artifacts', optional: true } },
+  ]);
+  assert.deepEqual(control.args.slice(0, 1), ['up']);
+  assert.ok(control.args.join(' ').includes('--backend kubernetes'));
+  const gateway = containerOf('40-gateway.yaml');
+  assert.deepEqual(gateway.command, ['node', 'dist/gateway/main.js']);
+  assert.ok(gateway.args.join(' ').includes('--control-url http://kiln-control.kiln.svc:8080'));
+  assert.deepEqual(gateway.env.find((e) => e.name === 'KILN_CONTROL_TOKEN')?.valueFrom, {
+    secretKeyRef: { name: 'kiln-gateway-token', key: 'token' },
+  });
+});
