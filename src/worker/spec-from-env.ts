@@ -25,7 +25,11 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Where the model's blobs are, from KILN_ARTIFACTS_URL (a folder; file:// or a path). */
+/**
+ * Where the model's blobs are, from KILN_ARTIFACTS_URL (a folder; file:// or a path). Merge
+ * note: with the S3 artifact store (WorkerSpec.artifacts: ArtifactLocator) this is
+ * `{ artifacts: parseArtifactsUrl(url) }`, which also takes s3://BUCKET/PREFIX.
+ */
 function artifactsLocation(url: string | undefined): Pick<WorkerSpec, 'artifactsRoot'> | string {
   if (url === undefined || url.trim() === '') return 'KILN_ARTIFACTS_URL is not set';
   const text = url.trim();
