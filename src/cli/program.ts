@@ -18,6 +18,7 @@ import { registerEndpointsCommands } from './commands/endpoints.ts';
 import { registerExperimentsCommands } from './commands/experiments.ts';
 import { registerGcCommand } from './commands/gc.ts';
 import { registerHealthCommand } from './commands/health.ts';
+import { registerK8sCommands } from './commands/k8s.ts';
 import { registerKeysCommands } from './commands/keys.ts';
 import { registerLlmCommands } from './commands/llm.ts';
 import { registerModelsCommands } from './commands/models.ts';
@@ -97,6 +98,7 @@ export function buildProgram(): Command {
   registerOutcomesCommands(program);
   registerQualityCommands(program);
   registerDriftCommands(program);
+  registerK8sCommands(program);
   acceptGlobalOptionsEverywhere(program);
   return program;
 }

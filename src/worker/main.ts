@@ -1,6 +1,7 @@
 // Entry point of a worker process: `node dist/worker/main.js --spec FILE` (from the sources:
 // `node --import tsx src/worker/main.ts …`), or `… --standby` for a standby worker that reads
-// which spec to serve from stdin (standby.ts).
+// which spec to serve from stdin (standby.ts), or `… --spec-env NAME` for a pod of the
+// Kubernetes backend, whose spec is in its environment (spec-from-env.ts).
 // Speaks to its supervisor through JSON lines on stdout (see WorkerEvent) and exits 3 when
 // the model cannot be loaded, 0 after a drain on SIGTERM/SIGINT. It also records itself in
 // its folder (worker.json: pid, start mark, once listening its URL and socket, once ready
@@ -133,10 +134,22 @@ async function whatToServe(): Promise<{ specPath: string; supervised: boolean }>
     const handoff = await standBy((event) => process.stdout.write(`${JSON.stringify(event)}\n`));
     return { specPath: handoff.spec, supervised: handoff.supervised };
   }
+  const envIndex = process.argv.indexOf('--spec-env');
+  if (envIndex >= 0) {
+    // A pod of the Kubernetes backend: its spec is in the environment (spec-from-env.ts);
+    // no supervisor reads its stdout or holds its stdin (the kubelet stops it by SIGTERM).
+    const { specFromEnv, writeSpecFromEnv } = await import('./spec-from-env.ts');
+    const made = specFromEnv(process.argv[envIndex + 1] ?? 'KILN_WORKER_SPEC', process.env);
+    if (!made.ok) {
+      process.stderr.write(`worker: ${made.reason}\n`);
+      process.exit(2);
+    }
+    return { specPath: await writeSpecFromEnv(made.spec), supervised: false };
+  }
   const specIndex = process.argv.indexOf('--spec');
   const path = specIndex >= 0 ? process.argv[specIndex + 1] : undefined;
   if (path === undefined) {
-    process.stderr.write('usage: worker --spec FILE | --standby\n');
+    process.stderr.write('usage: worker --spec FILE | --spec-env NAME | --standby\n');
     process.exit(2);
   }
   return { specPath: path, supervised: stdinIsPipe() };
