@@ -502,6 +502,10 @@ export function s3ClientFor(locator: S3ArtifactLocator): S3Client {
     // S3-compatible server.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
+    // A bucket that stops answering must not hold a registration, a replica start or a gc
+    // (which, on PostgreSQL, deletes under the store's write lock) forever: no connection in
+    // 10 s, or a socket idle for 60 s, fails the request (retried by the SDK, then an error).
+    requestHandler: { connectionTimeout: 10_000, requestTimeout: 60_000 },
   });
 }
 
