@@ -7,6 +7,13 @@ import type { Clock } from '../core/clock.ts';
 import { ArtifactStore } from './artifact-store.ts';
 import type { ArtifactLocator, ArtifactStorage } from './artifact-storage.ts';
 
+/**
+ * S3 stores opened without options (a worker's, to read), one per locator: each holds an
+ * SDK client and its connection pool, and a pool worker opens its store for every model it
+ * loads.
+ */
+const readers = new Map<string, ArtifactStorage>();
+
 export async function openArtifactStorage(
   locator: ArtifactLocator,
   options: {
@@ -21,10 +28,16 @@ export async function openArtifactStorage(
     case 's3': {
       // Loaded only for S3: the AWS SDK would add to every local worker's start.
       const { S3ArtifactStore } = await import('./s3-artifact-store.ts');
-      return new S3ArtifactStore(locator, {
+      const plain = options.clock === undefined && options.scratchDir === undefined;
+      const key = JSON.stringify(locator);
+      const known = plain ? readers.get(key) : undefined;
+      if (known !== undefined) return known;
+      const store = new S3ArtifactStore(locator, {
         ...(options.clock === undefined ? {} : { clock: options.clock }),
         ...(options.scratchDir === undefined ? {} : { scratchDir: options.scratchDir }),
       });
+      if (plain) readers.set(key, store);
+      return store;
     }
   }
 }

@@ -319,11 +319,13 @@ export class S3ArtifactStore implements ArtifactStorage {
     target: string | null,
   ): Promise<void> {
     let body: Readable;
+    let etag: string | undefined;
     try {
       const got = await this.client.send(
         new GetObjectCommand({ Bucket: this.locator.bucket, Key: this.blobKey(file.sha256) }),
       );
       body = got.Body as Readable;
+      etag = got.ETag;
     } catch (error) {
       if (isNotFound(error)) throw await this.missing(file);
       throw this.failed(error);
@@ -336,7 +338,7 @@ export class S3ArtifactStore implements ArtifactStorage {
     }
     const actual = counter.hash.digest('hex');
     if (actual !== file.sha256) {
-      await this.quarantine(file.sha256);
+      await this.quarantine(file.sha256, etag);
       throw kilnError('KILN_ARTIFACT_CORRUPT', { path: file.path, expected: file.sha256, actual });
     }
   }
@@ -347,7 +349,7 @@ export class S3ArtifactStore implements ArtifactStorage {
    * right bytes puts it back. Best effort: a worker may hold read-only credentials, and then
    * the object stays (and is refused again at every read).
    */
-  private async quarantine(sha256: string): Promise<void> {
+  private async quarantine(sha256: string, etag: string | undefined): Promise<void> {
     const { bucket, prefix } = this.locator;
     const key = this.blobKey(sha256);
     try {
@@ -355,9 +357,13 @@ export class S3ArtifactStore implements ArtifactStorage {
         new CopyObjectCommand({
           Bucket: bucket,
           Key: `${prefix}quarantine/${sha256}.${this.clock.now()}`,
-          CopySource: `${bucket}/${key}`,
+          CopySource: `${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`,
         }),
       );
+      // Not if the right bytes were uploaded since it was read (a repair): S3 has no
+      // conditional delete everywhere, so compare the ETag just before (a narrow window left).
+      const now = await this.client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+      if (etag !== undefined && now.ETag !== etag) return;
       await this.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
     } catch {
       // Left in place: still refused at every read.
