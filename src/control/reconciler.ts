@@ -646,7 +646,7 @@ export class Reconciler {
           format: version.format,
           files: version.files,
           schema: version.schema,
-          artifactsRoot: this.options.registry.artifacts.root,
+          artifacts: this.options.registry.artifacts.locator,
           maxBodyBytes: serving.maxBodyBytes ?? defaultMaxBodyBytes,
           config: serving.config,
           batching: serving.batching,
@@ -724,8 +724,8 @@ export class Reconciler {
 
   /** A pool's worker: its launch is the pool's (no model of its own; pool-workers.ts). */
   private launchPoolWorker(replica: Replica): void {
-    const root = this.options.registry.artifacts.root;
-    const spec = this.pools.launch(replica, replica.endpoint, root);
+    const artifacts = this.options.registry.artifacts.locator;
+    const spec = this.pools.launch(replica, replica.endpoint, artifacts);
     if (spec === null) return;
     replica.reason = null;
     replica.reasonCode = null;

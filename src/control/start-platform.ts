@@ -1,6 +1,6 @@
 // Brings the platform up on the embedded defaults:
 //
-//   SQLite store + artifact store (home folder) ─► Registry
+//   SQLite store + artifact store (home folder, or an S3 bucket) ─► Registry
 //   control-plane API (this process) ─► EndpointService ─► Reconciler ─► LocalBackend
 //                                                                          └─► worker processes
 //   gateway (its own process) ◄── routing snapshots (long-poll) ── Reconciler.routing
@@ -14,7 +14,8 @@ import type { FastifyInstance } from 'fastify';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { kilnVersion } from '../core/version.ts';
 import { SqliteStore } from '../store/sqlite/sqlite-store.ts';
-import { ArtifactStore } from '../registry/artifact-store.ts';
+import type { ArtifactLocator } from '../registry/artifact-storage.ts';
+import { openArtifactStorage } from '../registry/open-artifact-storage.ts';
 import { Registry } from '../registry/registry.ts';
 import { buildApiServer } from './api/api-server.ts';
 import { Registry as MetricsRegistry } from 'prom-client';
@@ -88,6 +89,11 @@ export interface PlatformOptions {
    * --otlp URL`; docs/tracing.md). Absent: tracing off, nothing loaded or recorded.
    */
   readonly otlpUrl?: string;
+  /**
+   * Where artifacts are stored (`kiln up --artifacts` / KILN_ARTIFACTS_URL): default the
+   * home's `artifacts/` folder; an S3 bucket is probed (exists, takes a write) before start.
+   */
+  readonly artifacts?: ArtifactLocator;
 }
 
 export interface RunningPlatform {
@@ -136,7 +142,10 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     lock?.release();
     throw error;
   }
-  const artifacts = new ArtifactStore(join(home, 'artifacts'), clock);
+  const artifacts = await openArtifactStorage(
+    options.artifacts ?? { kind: 'local', root: join(home, 'artifacts') },
+    { clock, scratchDir: join(home, 'artifacts', 'tmp') },
+  );
   const detached = options.detached === true;
   // `kiln up` starts a standby worker at once: the first replica start skips the boot too.
   const backend = new LocalBackend({

@@ -164,6 +164,12 @@ export const errorRegistry = {
     retryable: false,
     template: 'artifact file {path} (sha256 {digest}) is missing from the artifact store',
   },
+  KILN_ARTIFACTS_UNAVAILABLE: {
+    status: 503,
+    retryable: true,
+    template: 'the artifact store {store} cannot be used: {reason}',
+    hint: 'check --artifacts / KILN_ARTIFACTS_URL, the endpoint, the bucket, and that the AWS credentials in the environment may read and write it',
+  },
   // --- signing ---
   KILN_SIGNATURE_REQUIRED: {
     status: 403,

@@ -12,13 +12,22 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, existsSync, rmSync } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { kilnError, KilnError } from '../core/errors.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import type { ManifestFile } from './manifest.ts';
 import type { ArtifactFile } from './formats/artifact-file.ts';
 import { safeJoin } from './artifact-paths.ts';
+import type {
+  ArtifactLocator,
+  ArtifactStorage,
+  GcOptions,
+  GcResult,
+  IngestOptions,
+  IngestResult,
+} from './artifact-storage.ts';
+import { HashingCounter } from './hashing-counter.ts';
 
 const digestPattern = /^[0-9a-f]{64}$/;
 
@@ -26,57 +35,21 @@ export function isSha256(value: string): boolean {
   return digestPattern.test(value);
 }
 
-export interface IngestOptions {
-  /** The Content-Length the sender announced, if any. */
-  readonly expectedSize?: number | undefined;
-  readonly maxBytes: number;
-}
+export type { GcResult, IngestOptions, IngestResult } from './artifact-storage.ts';
 
-export interface IngestResult {
-  readonly sha256: string;
-  readonly size: number;
-  readonly created: boolean;
-}
-
-export interface GcResult {
-  readonly removedBlobs: number;
-  readonly removedBytes: number;
-  readonly keptBlobs: number;
-  readonly dryRun: boolean;
-}
-
-/** Hashes and counts bytes as they pass; fails the stream once past the byte limit. */
 /** Blobs up to this size are copied in one read and one write (copySmall). */
 const smallCopyBytes = 16 << 20;
 
-class HashingCounter extends Transform {
-  readonly hash = createHash('sha256');
-  bytes = 0;
-  constructor(private readonly maxBytes: number) {
-    super();
-  }
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
-    this.bytes += chunk.length;
-    if (this.bytes > this.maxBytes) {
-      done(
-        kilnError('KILN_PAYLOAD_TOO_LARGE', {
-          size: `more than ${this.maxBytes}`,
-          limit: this.maxBytes,
-        }),
-      );
-      return;
-    }
-    this.hash.update(chunk);
-    done(null, chunk);
-  }
-}
-
-export class ArtifactStore {
+export class ArtifactStore implements ArtifactStorage {
   readonly root: string;
+  readonly locator: ArtifactLocator;
+  readonly description: string;
   private readonly clock: Clock;
 
   constructor(root: string, clock: Clock = systemClock) {
     this.root = root;
+    this.locator = { kind: 'local', root };
+    this.description = root;
     this.clock = clock;
   }
 
@@ -93,6 +66,10 @@ export class ArtifactStore {
   /** Whether the blob is stored (synchronous: for checks inside a store transaction). */
   hasSync(sha256: string): boolean {
     return existsSync(this.blobPath(sha256));
+  }
+
+  has(sha256: string): boolean {
+    return this.hasSync(sha256);
   }
 
   /** Size of the stored blob, or null if absent. */
@@ -302,22 +279,7 @@ export class ArtifactStore {
    * Removes blobs that no live version references, keeping those younger than the grace
    * period (an upload whose version is about to be created), and stale temp files.
    */
-  async gc(
-    live: ReadonlySet<string>,
-    options: {
-      dryRun: boolean;
-      graceMs: number;
-      /**
-       * Runs the deciding and deleting synchronously under the store's write lock
-       * (Store.withLiveBlobDigests), given the referenced digests read again under it: a
-       * version registered since `live` was read may have started using an old blob
-       * (clients do not upload blobs the store already holds, so its age says nothing), and
-       * none, in any process, can start naming one between that read and its removal.
-       * Absent: `live` decides (a caller that knows no version is being registered).
-       */
-      underLock?: <T>(work: (live: ReadonlySet<string>) => T) => Promise<T>;
-    },
-  ): Promise<GcResult> {
+  async gc(live: ReadonlySet<string>, options: GcOptions): Promise<GcResult> {
     const now = this.clock.now();
     let keptBlobs = 0;
     const candidates: { path: string; name: string; size: number }[] = [];

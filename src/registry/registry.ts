@@ -6,7 +6,7 @@
 import { kilnError } from '../core/errors.ts';
 import { ReadWriteLock } from '../core/rw-lock.ts';
 import type { NewModel, Store } from '../store/store.ts';
-import type { ArtifactStore, GcResult } from './artifact-store.ts';
+import type { ArtifactStorage, GcResult } from './artifact-storage.ts';
 import { checkArtifactPaths } from './artifact-paths.ts';
 import { manifestDigest, type ManifestSubject } from './manifest.ts';
 import { checkName } from './names.ts';
@@ -60,7 +60,7 @@ export class Registry {
 
   constructor(
     readonly store: Store,
-    readonly artifacts: ArtifactStore,
+    readonly artifacts: ArtifactStorage,
   ) {}
 
   // ---------------------------------------------------------------- models
@@ -184,10 +184,19 @@ export class Registry {
     if (missing.length > 0) throw blobsMissing(missing);
   }
 
-  /** checkBlobs' presence test, synchronous, for inside the store's transaction. */
-  private requireBlobsNow(files: readonly ManifestFile[]): void {
-    const missing = files.filter((f) => !this.artifacts.hasSync(f.sha256)).map((f) => f.path);
-    if (missing.length > 0) throw blobsMissing(missing);
+  /**
+   * checkBlobs' presence test, for inside the store's transaction: synchronous where the
+   * artifact store answers so (a local folder), so it runs under SQLite's synchronous lock;
+   * a promise for an object store (see Store.createVersion for where that one runs).
+   */
+  private requireBlobsNow(files: readonly ManifestFile[]): void | Promise<void> {
+    const found = files.map((f) => this.artifacts.has(f.sha256));
+    const settle = (present: readonly boolean[]): void => {
+      const missing = files.filter((_f, i) => present[i] !== true).map((f) => f.path);
+      if (missing.length > 0) throw blobsMissing(missing);
+    };
+    if (found.every((f): f is boolean => typeof f === 'boolean')) return settle(found);
+    return Promise.all(found.map(async (f) => f)).then(settle);
   }
 
   private async refusePickles(files: readonly ManifestFile[]): Promise<void> {

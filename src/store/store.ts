@@ -115,7 +115,12 @@ export interface Store {
   createVersion(
     model: string,
     version: NewVersion,
-    options?: { readonly createModel?: NewModel; readonly check?: () => void },
+    /**
+     * `check` runs under the write lock before the insert and may refuse it by throwing. An
+     * asynchronous one (an object store's HEADs) is awaited inside the transaction on
+     * PostgreSQL; SQLite's transaction is synchronous, so it runs just before it there.
+     */
+    options?: { readonly createModel?: NewModel; readonly check?: () => void | Promise<void> },
   ): Promise<ModelVersion>;
   getVersion(
     model: string,
@@ -143,12 +148,15 @@ export interface Store {
   /** Digests of every blob that a live (not deleted) version references. */
   liveBlobDigests(): Promise<ReadonlySet<string>>;
   /**
-   * Runs `work` (synchronous) with the digests live versions reference, holding the write
-   * lock across processes: no version can be recorded until it returns. gc deletes blobs
-   * inside it, so a blob it deletes is one no version names, now or later (createVersion's
-   * `check` finds it gone).
+   * Runs `work` with the digests live versions reference, holding the write lock across
+   * processes: no version can be recorded until it returns. gc deletes blobs inside it, so a
+   * blob it deletes is one no version names, now or later (createVersion's `check` finds it
+   * gone). An asynchronous `work` (an object store's deletes) is awaited under the lock on
+   * PostgreSQL; on SQLite, whose transaction is synchronous, its asynchronous remainder runs
+   * after the lock is released — safe there because one control plane serves a home and the
+   * Registry's in-process blobUse lock keeps its registrations out meanwhile.
    */
-  withLiveBlobDigests<T>(work: (live: ReadonlySet<string>) => T): Promise<T>;
+  withLiveBlobDigests<T>(work: (live: ReadonlySet<string>) => T | Promise<T>): Promise<T>;
 
   addTrustedKey(key: Omit<TrustedKey, 'createdAt'>): Promise<TrustedKey>;
   getTrustedKey(keyId: string): Promise<TrustedKey | null>;

@@ -12,7 +12,7 @@ import { chmod, mkdir, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { createServer as createNetServer, type AddressInfo, type Server } from 'node:net';
 import { isKilnError } from '../core/errors.ts';
-import { ArtifactStore } from '../registry/artifact-store.ts';
+import { openArtifactStorage } from '../registry/open-artifact-storage.ts';
 import { loadRuntime } from '../runtimes/load-runtime.ts';
 import { compileSchema } from '../protocol/v2/schema.ts';
 import { inputDatatypePolicy } from '../protocol/v2/input-datatypes.ts';
@@ -73,7 +73,7 @@ export async function startWorker(
     const modelDir = join(spec.workDir, 'model');
     try {
       await rm(modelDir, { recursive: true, force: true });
-      await new ArtifactStore(spec.artifactsRoot).materialize(spec.files, modelDir);
+      await (await openArtifactStorage(spec.artifacts)).materialize(spec.files, modelDir);
     } catch (error) {
       if (isKilnError(error)) return fail(error.code, error.message);
       return fail(

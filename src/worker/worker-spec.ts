@@ -4,6 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import type { ModelSchema } from '../core/tensor.ts';
 import type { ModelFormat } from '../registry/formats/artifact-file.ts';
+import type { ArtifactLocator } from '../registry/artifact-storage.ts';
 import type { ManifestFile } from '../registry/manifest.ts';
 import type { LlmServingConfig } from '../llm/serving/llm-serving-config.ts';
 import type { RuntimeConfig } from '../runtimes/runtime.ts';
@@ -19,8 +20,12 @@ export interface WorkerSpec {
   readonly format: ModelFormat;
   readonly files: readonly ManifestFile[];
   readonly schema: ModelSchema | null;
-  /** Root of the content-addressed artifact store (blobs are read and re-hashed from here). */
-  readonly artifactsRoot: string;
+  /**
+   * The content-addressed artifact store the model's blobs are read (and re-hashed) from: a
+   * local folder or an S3 bucket. No secrets: an S3 worker's credentials come from its own
+   * environment (the AWS SDK's default chain).
+   */
+  readonly artifacts: ArtifactLocator;
   /** Private folder for this replica; the verified model files are copied under it. */
   readonly workDir: string;
   readonly host: string;
@@ -60,10 +65,13 @@ export const workerRecordFile = 'worker.json';
 export const maxSocketPathBytes = 103;
 
 export async function readWorkerSpec(path: string): Promise<WorkerSpec> {
-  const spec = JSON.parse(await readFile(path, 'utf8')) as Partial<WorkerSpec> & WorkerSpec;
-  // Specs written before batching existed lack the two fields: both mean "off".
+  const spec = JSON.parse(await readFile(path, 'utf8')) as Partial<WorkerSpec> &
+    WorkerSpec & { readonly artifactsRoot?: string };
+  // Specs written before batching existed lack the two fields: both mean "off". Specs
+  // written before S3 artifacts name the local store by its root alone.
   return {
     ...spec,
+    artifacts: spec.artifacts ?? { kind: 'local', root: spec.artifactsRoot ?? '' },
     batching: spec.batching ?? null,
     defaultTimeoutMs: spec.defaultTimeoutMs ?? null,
     channelSocket: spec.channelSocket ?? null,

@@ -162,7 +162,7 @@ test('a worker whose folder was removed while it started stops itself', async (t
       ...{ replicaId, endpoint, model, version, format, files, schema: declared },
       revision: 'R',
       slot: 0,
-      artifactsRoot: spec.artifactsRoot,
+      artifacts: spec.artifacts,
       maxBodyBytes: spec.maxBodyBytes,
       config: spec.config,
       batching: spec.batching,

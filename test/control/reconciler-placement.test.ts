@@ -196,7 +196,7 @@ test('an adopted replica keeps the node and devices it held', async (t) => {
         format: 'xgboost',
         files: [],
         schema: null,
-        artifactsRoot: '',
+        artifacts: { kind: 'local', root: '' },
         maxBodyBytes: 1,
         config: {},
         batching: null,

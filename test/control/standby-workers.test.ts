@@ -49,7 +49,7 @@ async function treeLaunch(home: string): Promise<ReplicaLaunch> {
     format: 'xgboost',
     files: [{ path: 'model.ubj', size: blob.size, sha256: blob.sha256 }],
     schema: null,
-    artifactsRoot: store.root,
+    artifacts: store.locator,
     maxBodyBytes: 1_000_000,
     config: {},
     batching: null,

@@ -8,6 +8,7 @@ import { join, relative, sep } from 'node:path';
 import { after } from 'node:test';
 import type { Clock } from '../../src/core/clock.ts';
 import { startPlatform, type RunningPlatform } from '../../src/control/start-platform.ts';
+import type { ArtifactLocator } from '../../src/registry/artifact-storage.ts';
 
 export interface TestPlatform extends RunningPlatform {
   readonly home: string;
@@ -27,6 +28,8 @@ export async function testPlatform(
     otlpUrl?: string;
     /** Gateway processes on the gateway's port (issue 16). */
     gatewayProcesses?: number;
+    /** Where artifacts are stored (issue 17: an S3 bucket); default the home's folder. */
+    artifacts?: ArtifactLocator;
   } = {},
 ): Promise<TestPlatform> {
   const home = await mkdtemp(join(tmpdir(), 'kiln-home-'));

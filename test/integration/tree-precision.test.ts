@@ -70,7 +70,7 @@ async function serve(name: string, format: ModelFormat, file: string): Promise<S
       format,
       files: [{ path: file.split('/').at(-1) ?? 'model', size: blob.size, sha256: blob.sha256 }],
       schema: null,
-      artifactsRoot: store.root,
+      artifacts: store.locator,
       workDir: join(home, name),
       host: '127.0.0.1',
       port: 0,

@@ -26,7 +26,7 @@ export async function mlpWorkerSpec(
     format: 'onnx',
     files: [{ path: 'mlp.onnx', size: blob.size, sha256: blob.sha256 }],
     schema: null,
-    artifactsRoot: store.root,
+    artifacts: store.locator,
     workDir: join(home, 'replica'),
     host: '127.0.0.1',
     port: 0,

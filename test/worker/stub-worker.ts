@@ -83,7 +83,7 @@ export async function startStub(
     format: 'onnx',
     files: [],
     schema,
-    artifactsRoot: '',
+    artifacts: { kind: 'local', root: '' },
     workDir: '',
     host: '127.0.0.1',
     port: 0,

@@ -19,6 +19,8 @@ import { homeOf } from '../context.ts';
 import { CliError, usageError } from '../errors.ts';
 import { writeOut } from '../output.ts';
 import { otlpUrlProblem } from '../../observability/tracing/otlp-url.ts';
+import type { ArtifactLocator } from '../../registry/artifact-storage.ts';
+import { parseArtifactsUrl } from '../../registry/open-artifact-storage.ts';
 
 interface UpOptions {
   readonly port: number;
@@ -32,6 +34,8 @@ interface UpOptions {
   readonly prices?: string;
   readonly otlp?: string;
   readonly gatewayProcesses: number;
+  readonly artifacts?: string;
+  readonly artifactsEndpoint?: string;
 }
 
 export function registerUpCommand(program: Command): void {
@@ -78,6 +82,14 @@ export function registerUpCommand(program: Command): void {
       '--otlp <url>',
       'export OpenTelemetry traces of the gateway and workers to this OTLP/HTTP collector, e.g. http://127.0.0.1:4318 (docs/tracing.md)',
     )
+    .option(
+      '--artifacts <url>',
+      'where artifacts are stored: s3://BUCKET[/PREFIX] or a folder (default: $KILN_ARTIFACTS_URL, else <home>/artifacts; docs/scale-out.md)',
+    )
+    .option(
+      '--artifacts-endpoint <url>',
+      'an S3-compatible endpoint for s3:// artifacts, e.g. http://minio:9000 (default: $AWS_ENDPOINT_URL; path-style requests)',
+    )
     .action(async (options: UpOptions, command: Command) => {
       for (const port of [options.port, options.gatewayPort]) {
         if (port > 65535) throw usageError(`invalid port ${port}: expected 0–65535`);
@@ -87,6 +99,7 @@ export function registerUpCommand(program: Command): void {
         if (problem !== null) throw usageError(`invalid --otlp ${options.otlp}: ${problem}`);
       }
       const maxUploadBytes = options.maxUploadBytes ?? maxUploadBytesFromEnv();
+      const artifacts = artifactsOption(options);
       const home = homeOf(command);
       let platform: RunningPlatform;
       // Listening from the start: a Ctrl-C while the platform starts (the gateway and workers
@@ -113,6 +126,7 @@ export function registerUpCommand(program: Command): void {
           ...(options.inventory === undefined ? {} : { inventory: options.inventory }),
           ...(options.prices === undefined ? {} : { prices: options.prices }),
           ...(options.otlp === undefined ? {} : { otlpUrl: options.otlp }),
+          ...(artifacts === undefined ? {} : { artifacts }),
         });
       } catch (error) {
         throw startError(error, options.host, options.port);
@@ -136,6 +150,23 @@ function gatewayProcessCount(text: string): number {
   if (!/^\d+$/.test(text.trim()) || value < 1 || value > 64)
     throw new InvalidArgumentError(`expected a whole number from 1 to 64, got "${text}"`);
   return value;
+}
+
+/** `--artifacts` (else KILN_ARTIFACTS_URL) as a locator; undefined = the home's folder. */
+function artifactsOption(options: UpOptions): ArtifactLocator | undefined {
+  const fromEnv = process.env.KILN_ARTIFACTS_URL;
+  const url = options.artifacts ?? (fromEnv === '' ? undefined : fromEnv);
+  if (url === undefined) {
+    if (options.artifactsEndpoint !== undefined)
+      throw usageError(
+        '--artifacts-endpoint needs s3:// artifacts (--artifacts or KILN_ARTIFACTS_URL)',
+      );
+    return undefined;
+  }
+  const parsed = parseArtifactsUrl(url, { endpoint: options.artifactsEndpoint });
+  const name = options.artifacts === undefined ? 'KILN_ARTIFACTS_URL' : '--artifacts';
+  if (typeof parsed === 'string') throw usageError(`invalid ${name} ${url}: ${parsed}`);
+  return parsed;
 }
 
 function maxUploadBytesFromEnv(): number | undefined {

@@ -1,11 +1,13 @@
 // /api/v1/blobs/{sha256}: streamed, content-addressed uploads. The body is never buffered:
 // it flows through a hashing counter into a temp file, which becomes the blob only if the
-// bytes match the declared digest (see ArtifactStore.ingest).
+// bytes match the declared digest (ArtifactStore.ingest; S3ArtifactStore.ingest then sends
+// the verified file to the bucket).
 
 import type { FastifyInstance } from 'fastify';
 import type { Readable } from 'node:stream';
 import { kilnError } from '../../core/errors.ts';
-import { isSha256, type ArtifactStore } from '../../registry/artifact-store.ts';
+import { isSha256 } from '../../registry/artifact-store.ts';
+import type { ArtifactStorage } from '../../registry/artifact-storage.ts';
 import { uploadAccess } from '../access-policy.ts';
 
 const blobParams = {
@@ -21,7 +23,7 @@ function requireDigest(value: string): string {
 
 export function registerBlobRoutes(
   app: FastifyInstance,
-  artifacts: ArtifactStore,
+  artifacts: ArtifactStorage,
   maxUploadBytes: number,
   /** Told of every blob stored (a first upload or a repair). */
   onStored: (sha256: string) => void = () => undefined,

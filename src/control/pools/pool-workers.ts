@@ -11,6 +11,7 @@
 //   acks ─▶ route(endpoint): the pool's workers that hold its revision in their assignment
 
 import { randomBytes } from 'node:crypto';
+import type { ArtifactLocator } from '../../registry/artifact-storage.ts';
 import type { Registry } from '../../registry/registry.ts';
 import type { EndpointRecord } from '../../store/serving-records.ts';
 import type { PoolRecord } from '../../store/scaling-records.ts';
@@ -138,7 +139,7 @@ export class PoolWorkers {
   launch(
     replica: { readonly id: string; readonly revision: string; readonly slot: number },
     endpoint: string,
-    artifactsRoot: string,
+    artifacts: ArtifactLocator,
   ): ReplicaLaunch | null {
     const name = poolOfWorkerEndpoint(endpoint);
     const pool = this.pools.find((p) => p.name === name);
@@ -157,7 +158,7 @@ export class PoolWorkers {
       format: 'xgboost',
       files: [],
       schema: null,
-      artifactsRoot,
+      artifacts,
       maxBodyBytes: defaultMaxBodyBytes,
       config: {},
       batching: null,

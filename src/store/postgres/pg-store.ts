@@ -125,7 +125,7 @@ export class PgStore implements Store {
     return this.registry.liveBlobDigests(...args);
   }
 
-  withLiveBlobDigests<T>(work: (live: ReadonlySet<string>) => T): Promise<T> {
+  withLiveBlobDigests<T>(work: (live: ReadonlySet<string>) => T | Promise<T>): Promise<T> {
     return this.registry.withLiveBlobDigests(work);
   }
 

@@ -308,13 +308,21 @@ export class SqliteStore implements Store {
       .get(modelId, version) as VersionRow | undefined;
   }
 
-  createVersion(
+  async createVersion(
     model: string,
     input: NewVersion,
-    options: { readonly createModel?: NewModel; readonly check?: () => void } = {},
+    options: {
+      readonly createModel?: NewModel;
+      readonly check?: () => void | Promise<void>;
+    } = {},
   ): Promise<ModelVersion> {
-    const insert = this.db.transaction((): ModelVersion => {
-      options.check?.();
+    // A synchronous check runs under the lock; an asynchronous one (an object store's HEADs)
+    // cannot, so the first run only starts it and commits nothing, and the insert follows
+    // once it passed (see Store.createVersion).
+    type Started = { readonly pending: Promise<void> };
+    const insert = this.db.transaction((check: boolean): ModelVersion | Started => {
+      const pending = check ? options.check?.() : undefined;
+      if (pending !== undefined) return { pending };
       const create = options.createModel;
       if (create !== undefined && this.modelRow(model) === undefined) {
         this.db
@@ -347,7 +355,10 @@ export class SqliteStore implements Store {
         throw kilnError('KILN_INTERNAL', { reason: 'inserted version vanished' });
       return this.hydrate(row);
     });
-    return this.run(() => insert.immediate());
+    const first = await this.run(() => insert.immediate(true));
+    if (!('pending' in first)) return first;
+    await first.pending;
+    return (await this.run(() => insert.immediate(false))) as ModelVersion;
   }
 
   getVersion(
@@ -536,10 +547,14 @@ export class SqliteStore implements Store {
     return this.run(() => this.liveDigests());
   }
 
-  withLiveBlobDigests<T>(work: (live: ReadonlySet<string>) => T): Promise<T> {
-    // IMMEDIATE: the write lock is taken before the read, so no insert lands in between.
-    const locked = this.db.transaction((): T => work(this.liveDigests()));
-    return this.run(() => locked.immediate());
+  async withLiveBlobDigests<T>(work: (live: ReadonlySet<string>) => T | Promise<T>): Promise<T> {
+    // IMMEDIATE: the write lock is taken before the read, so no insert lands in between. An
+    // asynchronous `work` continues after the commit (see Store.withLiveBlobDigests).
+    // (Boxed: better-sqlite3 refuses a transaction function that returns a promise.)
+    const locked = this.db.transaction(() => ({ result: work(this.liveDigests()) }));
+    return await (
+      await this.run(() => locked.immediate())
+    ).result;
   }
 
   private liveDigests(): Set<string> {

@@ -7,7 +7,8 @@
 
 import { rm } from 'node:fs/promises';
 import { isKilnError } from '../../core/errors.ts';
-import { ArtifactStore } from '../../registry/artifact-store.ts';
+import type { ArtifactLocator } from '../../registry/artifact-storage.ts';
+import { openArtifactStorage } from '../../registry/open-artifact-storage.ts';
 import { loadRuntime } from '../../runtimes/load-runtime.ts';
 import { compileSchema } from '../../protocol/v2/schema.ts';
 import { inputDatatypePolicy } from '../../protocol/v2/input-datatypes.ts';
@@ -21,12 +22,12 @@ export type PoolLoadOutcome =
 
 export async function loadPoolModel(
   model: PoolModel,
-  artifactsRoot: string,
+  artifacts: ArtifactLocator,
   modelDir: string,
 ): Promise<PoolLoadOutcome> {
   try {
     await rm(modelDir, { recursive: true, force: true });
-    await new ArtifactStore(artifactsRoot).materialize(model.files, modelDir);
+    await (await openArtifactStorage(artifacts)).materialize(model.files, modelDir);
   } catch (error) {
     if (isKilnError(error)) return { ok: false, code: error.code, message: error.message };
     const message = `could not read the model's artifacts: ${(error as Error).message}`;

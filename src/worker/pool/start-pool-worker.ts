@@ -155,7 +155,7 @@ export async function startPoolWorker(
     for (const entry of cache.evictFor(expected)) void unload(entry, true);
     loadCount += 1;
     const dir = join(spec.workDir, 'models', `${loadCount}`);
-    const outcome = await loadPoolModel(model, spec.artifactsRoot, dir);
+    const outcome = await loadPoolModel(model, spec.artifacts, dir);
     if (!outcome.ok) {
       counts.loadFailures += 1;
       loadFailuresTotal.inc(series);

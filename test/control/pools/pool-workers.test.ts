@@ -46,11 +46,10 @@ test('two endpoints of one model and settings on a pool are both assigned and ro
       },
     ]);
     const [desired] = pools.desired();
-    const launch = pools.launch(
-      { id: 'w0', revision: desired!.revision, slot: 0 },
-      desired!.name,
-      '/tmp',
-    );
+    const launch = pools.launch({ id: 'w0', revision: desired!.revision, slot: 0 }, desired!.name, {
+      kind: 'local',
+      root: '/tmp',
+    });
     assert.ok(launch !== null);
     const endpoint = (name: string): EndpointRecord => ({
       name,

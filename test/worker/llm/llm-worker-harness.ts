@@ -59,7 +59,7 @@ export async function llmWorkerSpec(
     format: 'hf-llm',
     files: manifest,
     schema: null,
-    artifactsRoot: store.root,
+    artifacts: store.locator,
     workDir: join(home, 'replica'),
     host: '127.0.0.1',
     port: 0,

@@ -18,7 +18,8 @@ const root = fileURLToPath(new URL('../../..', import.meta.url));
 
 test('an hf-llm worker process becomes ready with inputs [] and serves the OpenAI routes', async () => {
   const spec = await llmWorkerSpec();
-  const path = join(spec.artifactsRoot, '..', 'spec.json');
+  assert.equal(spec.artifacts.kind, 'local');
+  const path = join(spec.artifacts.kind === 'local' ? spec.artifacts.root : '', '..', 'spec.json');
   await writeFile(path, JSON.stringify(spec));
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker/main.ts', '--spec', path], {
     cwd: root,

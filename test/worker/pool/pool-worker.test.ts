@@ -54,7 +54,7 @@ const worker = await startPoolWorker(
     format: 'xgboost',
     files: [],
     schema: null,
-    artifactsRoot: store.root,
+    artifacts: store.locator,
     workDir: join(home, 'worker'),
     host: '127.0.0.1',
     port: 0,
