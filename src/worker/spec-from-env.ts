@@ -13,8 +13,9 @@
 // The spec is written into the work folder as a local worker's is, so everything after the
 // start (its record, the folder's removal once it stops) is the same as on one machine.
 
+import { parseArtifactsUrl } from '../registry/open-artifact-storage.ts';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { isAbsolute, join, resolve } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import type { WorkerSpec } from './worker-spec.ts';
 
 export type SpecFromEnv =
@@ -26,18 +27,18 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * Where the model's blobs are, from KILN_ARTIFACTS_URL (a folder; file:// or a path). Merge
- * note: with the S3 artifact store (WorkerSpec.artifacts: ArtifactLocator) this is
- * `{ artifacts: parseArtifactsUrl(url) }`, which also takes s3://BUCKET/PREFIX.
+ * Where the model's blobs are, from KILN_ARTIFACTS_URL: s3://BUCKET/PREFIX (the endpoint and
+ * region from the pod's AWS_* environment, credentials too) or a folder (file:// or a path).
  */
-function artifactsLocation(url: string | undefined): Pick<WorkerSpec, 'artifactsRoot'> | string {
+function artifactsLocation(url: string | undefined): Pick<WorkerSpec, 'artifacts'> | string {
   if (url === undefined || url.trim() === '') return 'KILN_ARTIFACTS_URL is not set';
   const text = url.trim();
   const path = text.startsWith('file://') ? text.slice('file://'.length) : text;
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(path))
-    return `KILN_ARTIFACTS_URL ${text}: this worker reads artifacts from a folder (file:// or a path)`;
-  if (!isAbsolute(path)) return `KILN_ARTIFACTS_URL ${text}: expected an absolute path`;
-  return { artifactsRoot: resolve(path) };
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(path) && !isAbsolute(path))
+    return `KILN_ARTIFACTS_URL ${text}: expected s3://BUCKET/PREFIX or an absolute path`;
+  const locator = parseArtifactsUrl(text);
+  if (typeof locator === 'string') return `KILN_ARTIFACTS_URL ${text}: ${locator}`;
+  return { artifacts: locator };
 }
 
 /** The worker spec from `env` (the revision's JSON in env[name]), or why it cannot be made. */

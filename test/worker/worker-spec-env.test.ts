@@ -55,7 +55,7 @@ async function renderedPod(): Promise<{ container: Container; env: Record<string
       KILN_REPLICA_ID: 'kiln-mlp-1a2b3c4d-5f6d7c8b9-x2x4z', // fieldRef metadata.name
       KILN_NODE: 'node-1', // fieldRef spec.nodeName
       // The ConfigMap's setting; a folder here (no S3 in this test).
-      KILN_ARTIFACTS_URL: spec.artifactsRoot,
+      KILN_ARTIFACTS_URL: spec.artifacts.kind === 'local' ? spec.artifacts.root : '',
       // Loopback and any free port here; in a pod 0.0.0.0:9000.
       KILN_WORKER_HOST: '127.0.0.1',
       KILN_WORKER_PORT: '0',

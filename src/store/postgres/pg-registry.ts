@@ -238,7 +238,7 @@ export class PgRegistryTables implements RegistryTablesMethods {
   createVersion(
     model: string,
     input: NewVersion,
-    options: { readonly createModel?: NewModel; readonly check?: () => void } = {},
+    options: { readonly createModel?: NewModel; readonly check?: () => void | Promise<void> } = {},
   ): Promise<ModelVersion> {
     return this.db.write(async (c) => {
       // Awaited: a check may be async (an object store's blob check), and it runs under the lock.
@@ -470,9 +470,9 @@ export class PgRegistryTables implements RegistryTablesMethods {
     return this.db.read(liveDigests);
   }
 
-  withLiveBlobDigests<T>(work: (live: ReadonlySet<string>) => T): Promise<T> {
+  withLiveBlobDigests<T>(work: (live: ReadonlySet<string>) => T | Promise<T>): Promise<T> {
     // The write lock is taken before the read, so no registration lands in between; `work`
     // (gc deleting blobs, perhaps asynchronously) finishes before the lock is let go.
-    return this.db.write(async (c) => (await Promise.resolve(work(await liveDigests(c)))) as T);
+    return this.db.write(async (c) => await work(await liveDigests(c)));
   }
 }
