@@ -119,7 +119,7 @@ test('a pod environment that cannot make a spec exits 2 naming the problem', asy
     [{ KILN_REPLICA_ID: '' }, /KILN_REPLICA_ID is not set/],
     [{ KILN_WORKER_SPEC: '{"endpoint":' }, /KILN_WORKER_SPEC is not JSON/],
     [{ KILN_WORKER_PORT: '70000' }, /KILN_WORKER_PORT 70000/],
-    [{ KILN_ARTIFACTS_URL: 's3://bucket/prefix' }, /reads artifacts from a folder/],
+    [{ KILN_ARTIFACTS_URL: 'gs://bucket/prefix' }, /expected s3:\/\/BUCKET/],
   ];
   for (const [change, reason] of cases) {
     const pod = startPod(container, { ...env, ...change } as Record<string, string>);
