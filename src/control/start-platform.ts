@@ -25,6 +25,11 @@ import { driftReadingsOf } from '../observability/slo/drift-readings.ts';
 import { QualityService } from './observability/quality-service.ts';
 import { ensurePlatformTokens } from './control-tokens.ts';
 import { LocalBackend } from './backends/local/local-backend.ts';
+import type { KubernetesBackend } from './backends/kubernetes/kubernetes-backend.ts';
+import {
+  createKubernetesBackend,
+  type KubernetesBackendSettings,
+} from './backends/kubernetes/create-kubernetes-backend.ts';
 import { registerDemoModels, deployDemoEndpoints } from './demo-models.ts';
 import { EndpointService } from './endpoints.ts';
 import { GatewayProcess, isGatewayProcessCount } from './gateway-process.ts';
@@ -88,6 +93,12 @@ export interface PlatformOptions {
    * --otlp URL`; docs/tracing.md). Absent: tracing off, nothing loaded or recorded.
    */
   readonly otlpUrl?: string;
+  /**
+   * Where replicas run: worker processes here (default), or pods of one Deployment per
+   * revision (`kiln up --backend kubernetes`; docs/kubernetes.md), set up by `kubernetes`.
+   */
+  readonly backend?: 'local' | 'kubernetes';
+  readonly kubernetes?: KubernetesBackendSettings;
 }
 
 export interface RunningPlatform {
@@ -139,12 +150,22 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   const artifacts = new ArtifactStore(join(home, 'artifacts'), clock);
   const detached = options.detached === true;
   // `kiln up` starts a standby worker at once: the first replica start skips the boot too.
-  const backend = new LocalBackend({
-    runDir: join(home, 'run'),
-    detached,
-    prestartStandby: detached,
-    ...(options.otlpUrl === undefined ? {} : { otlpUrl: options.otlpUrl }),
-  });
+  let backend: LocalBackend | KubernetesBackend;
+  try {
+    backend =
+      options.backend === 'kubernetes'
+        ? createKubernetesBackend(options.kubernetes ?? {}, store, process.env)
+        : new LocalBackend({
+            runDir: join(home, 'run'),
+            detached,
+            prestartStandby: detached,
+            ...(options.otlpUrl === undefined ? {} : { otlpUrl: options.otlpUrl }),
+          });
+  } catch (error) {
+    await store.close();
+    lock?.release();
+    throw error;
+  }
   // Where a detached gateway finds this control plane (rewritten by every start).
   const controlUrlFile = join(home, 'run', 'platform.url');
   try {
@@ -164,7 +185,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     auth: options.dev ? 'dev' : 'api-keys',
     // With a gateway, a replica is stopped only once the gateway holds a snapshot without it.
     gatewayAcks: options.gateway !== false && !apiOnly,
-    placer,
+    // On Kubernetes the scheduler places pods (resources, selectors, tolerations: render.ts).
+    ...(backend.kind === 'kubernetes' ? {} : { placer }),
   });
   let gatewayUrl = '';
   const traffic = new TrafficService(registry, reconciler, clock, trafficOptions);
@@ -297,7 +319,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       // get no snapshot before that pass (the routing table holds their polls), so the first
       // one they get routes to the adopted replicas. After listening, so a start that fails
       // to listen leaves them serving.
-      await reconciler.adopt(backend.survivors());
+      await reconciler.adopt(backend.kind === 'local' ? backend.survivors() : []);
       await writeFile(`${controlUrlFile}.tmp`, `${url}\n`);
       await rename(`${controlUrlFile}.tmp`, controlUrlFile);
       reconciler.start();
@@ -335,7 +357,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       autoscale,
       observability,
       demoModels,
-      standbyWorkers: () => backend.standbyWorkers(),
+      standbyWorkers: () => (backend.kind === 'local' ? backend.standbyWorkers() : []),
       close: closeAll,
     };
   } catch (error) {

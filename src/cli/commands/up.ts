@@ -32,6 +32,9 @@ interface UpOptions {
   readonly prices?: string;
   readonly otlp?: string;
   readonly gatewayProcesses: number;
+  readonly backend: string;
+  readonly kubeNamespace?: string;
+  readonly workerImage?: string;
 }
 
 export function registerUpCommand(program: Command): void {
@@ -78,7 +81,22 @@ export function registerUpCommand(program: Command): void {
       '--otlp <url>',
       'export OpenTelemetry traces of the gateway and workers to this OTLP/HTTP collector, e.g. http://127.0.0.1:4318 (docs/tracing.md)',
     )
+    .option(
+      '--backend <kind>',
+      'where replicas run: local (worker processes) or kubernetes',
+      'local',
+    )
+    .option(
+      '--kube-namespace <ns>',
+      'with --backend kubernetes: the namespace (default: $KILN_KUBERNETES_NAMESPACE, else the kubeconfig context)',
+    )
+    .option(
+      '--worker-image <image>',
+      'with --backend kubernetes: the worker image (default: $KILN_WORKER_IMAGE)',
+    )
     .action(async (options: UpOptions, command: Command) => {
+      if (options.backend !== 'local' && options.backend !== 'kubernetes')
+        throw usageError(`invalid --backend ${options.backend}: expected local or kubernetes`);
       for (const port of [options.port, options.gatewayPort]) {
         if (port > 65535) throw usageError(`invalid port ${port}: expected 0–65535`);
       }
@@ -113,6 +131,12 @@ export function registerUpCommand(program: Command): void {
           ...(options.inventory === undefined ? {} : { inventory: options.inventory }),
           ...(options.prices === undefined ? {} : { prices: options.prices }),
           ...(options.otlp === undefined ? {} : { otlpUrl: options.otlp }),
+          backend: options.backend,
+          kubernetes: {
+            ...(options.kubeNamespace === undefined ? {} : { namespace: options.kubeNamespace }),
+            ...(options.workerImage === undefined ? {} : { workerImage: options.workerImage }),
+            log: (message) => process.stderr.write(`kiln: ${message}\n`),
+          },
         });
       } catch (error) {
         throw startError(error, options.host, options.port);

@@ -44,7 +44,9 @@ import {
 } from './pod-status.ts';
 
 /** The objects of the launch's revision (render.ts: Deployment, Service, PDB, autoscaler). */
-export type RenderRevision = (launch: ReplicaLaunch) => readonly KubeObject[];
+export type RenderRevision = (
+  launch: ReplicaLaunch,
+) => readonly KubeObject[] | Promise<readonly KubeObject[]>;
 
 export interface KubernetesBackendOptions {
   readonly api: KubeApi;
@@ -80,12 +82,22 @@ interface Slot {
   gone: (() => void) | null;
 }
 
-interface Revision {
-  readonly key: string;
+/** A revision's objects as rendered, and what the backend reads of them. */
+interface Rendered {
   readonly objects: readonly KubeObject[];
   readonly deployment: KubeObject;
   readonly selector: Readonly<Record<string, string>>;
   readonly service: string | null;
+  /** The Deployment leaves its count to an HPA / ScaledObject (render.ts): never set here. */
+  readonly autoscaled: boolean;
+}
+
+interface Revision {
+  readonly key: string;
+  /** What it is rendered from (its first slot's launch). */
+  readonly launch: ReplicaLaunch;
+  /** Null until the first apply renders it. */
+  rendered: Rendered | null;
   readonly slots: Set<Slot>;
   /** Pods of stopped slots, marked cheapest to delete before the next scale down. */
   leaving: string[];
@@ -212,20 +224,10 @@ export class KubernetesBackend implements Backend {
   private revisionOf(launch: ReplicaLaunch): Revision {
     const found = this.revisions.get(launch.revision);
     if (found !== undefined) return found;
-    const objects = this.options.render(launch);
-    const deployment = objects.find((o) => o.kind === 'Deployment');
-    if (deployment === undefined)
-      throw new Error(`the rendered objects of revision ${launch.revision} hold no Deployment`);
-    const spec = deployment.spec as { selector?: { matchLabels?: Record<string, string> } };
-    const selector = spec.selector?.matchLabels;
-    if (selector === undefined || Object.keys(selector).length === 0)
-      throw new Error(`Deployment ${deployment.metadata.name} has no selector.matchLabels`);
     const revision: Revision = {
       key: launch.revision,
-      objects,
-      deployment,
-      selector,
-      service: objects.find((o) => o.kind === 'Service')?.metadata.name ?? null,
+      launch,
+      rendered: null,
       slots: new Set(),
       leaving: [],
       created: false,
@@ -239,6 +241,30 @@ export class KubernetesBackend implements Backend {
     };
     this.revisions.set(launch.revision, revision);
     return revision;
+  }
+
+  /** The revision's objects, rendered once (a render that fails is an apply problem). */
+  private async rendered(revision: Revision): Promise<Rendered> {
+    if (revision.rendered !== null) return revision.rendered;
+    const objects = await this.options.render(revision.launch);
+    const deployment = objects.find((o) => o.kind === 'Deployment');
+    if (deployment === undefined)
+      throw new Error(`the rendered objects of revision ${revision.key} hold no Deployment`);
+    const spec = deployment.spec as {
+      replicas?: number;
+      selector?: { matchLabels?: Record<string, string> };
+    };
+    const selector = spec.selector?.matchLabels;
+    if (selector === undefined || Object.keys(selector).length === 0)
+      throw new Error(`Deployment ${deployment.metadata.name} has no selector.matchLabels`);
+    revision.rendered = {
+      objects,
+      deployment,
+      selector,
+      service: objects.find((o) => o.kind === 'Service')?.metadata.name ?? null,
+      autoscaled: spec.replicas === undefined,
+    };
+    return revision.rendered;
   }
 
   private liveSlots(revision: Revision): Slot[] {
@@ -299,18 +325,21 @@ export class KubernetesBackend implements Backend {
     const api = this.options.api;
     const replicas = this.liveSlots(revision).length;
     try {
+      const rendered = await this.rendered(revision);
       for (const pod of revision.leaving.splice(0)) await this.markCheapest(pod);
       if (replicas > 0 && revision.removeTimer !== null) {
         clearTimeout(revision.removeTimer);
         revision.removeTimer = null;
       }
-      const deployment = withReplicas(revision.deployment, replicas);
+      const deployment = rendered.autoscaled
+        ? rendered.deployment
+        : withReplicas(rendered.deployment, replicas);
       if (!revision.created) {
         if (replicas === 0) return this.scheduleRemoval(revision);
-        for (const object of revision.objects)
-          await api.apply(object === revision.deployment ? deployment : object);
+        for (const object of rendered.objects)
+          await api.apply(object === rendered.deployment ? deployment : object);
         revision.created = true;
-      } else if (revision.appliedReplicas !== replicas) {
+      } else if (revision.appliedReplicas !== replicas && !rendered.autoscaled) {
         await api.apply(deployment);
       }
       revision.appliedReplicas = replicas;
@@ -319,8 +348,9 @@ export class KubernetesBackend implements Backend {
       if (replicas === 0) this.scheduleRemoval(revision);
     } catch (error) {
       const message = (error as Error).message;
+      const name = revision.rendered?.deployment.metadata.name ?? revision.key;
       revision.failures += 1;
-      revision.applyProblem = `could not apply ${revision.deployment.metadata.name}: ${message}`;
+      revision.applyProblem = `could not apply ${name}: ${message}`;
       this.options.log?.(revision.applyProblem);
       const retryMs = Math.min(
         maxRetryMs,
@@ -361,8 +391,8 @@ export class KubernetesBackend implements Backend {
 
   /** Deletes the revision's objects (dependents first: autoscaler, PDB, Service, Deployment). */
   private async remove(revision: Revision): Promise<void> {
-    if (!revision.created) return;
-    for (const object of [...revision.objects].reverse()) {
+    if (!revision.created || revision.rendered === null) return;
+    for (const object of [...revision.rendered.objects].reverse()) {
       try {
         await this.options.api.remove(object);
       } catch (error) {
@@ -395,16 +425,22 @@ export class KubernetesBackend implements Backend {
   private recompute(): void {
     const pods = this.watches.pods.items;
     for (const revision of this.revisions.values()) {
+      const rendered = revision.rendered;
+      if (rendered === null) {
+        for (const slot of this.liveSlots(revision))
+          if (revision.applyProblem !== null) this.fail(slot, revision.applyProblem);
+        continue;
+      }
       for (const slot of revision.slots)
         if (!slot.live && slot.pod !== null && !pods.has(slot.pod)) slot.gone?.();
       const ours = [...pods.values()].filter(
-        (p) => matchesLabels(p.metadata.labels, revision.selector) && !isTerminating(p),
+        (p) => matchesLabels(p.metadata.labels, rendered.selector) && !isTerminating(p),
       );
       const byName = new Map(ours.map((p) => [p.metadata.name, p]));
       const urls =
-        revision.service === null
+        rendered.service === null
           ? new Map<string, string>()
-          : readyPodUrls(this.watches.slices.items.values(), revision.service);
+          : readyPodUrls(this.watches.slices.items.values(), rendered.service);
       const live = this.liveSlots(revision);
       for (const slot of live) {
         if (slot.pod === null || byName.has(slot.pod)) continue;
@@ -425,7 +461,8 @@ export class KubernetesBackend implements Backend {
   private report(slot: Slot, pod: KubeItem | null, urls: ReadonlyMap<string, string>): void {
     const revision = slot.revision;
     if (pod === null) {
-      const deployment = this.watches.deployments.items.get(revision.deployment.metadata.name);
+      const name = revision.rendered?.deployment.metadata.name;
+      const deployment = name === undefined ? undefined : this.watches.deployments.items.get(name);
       const problem =
         revision.applyProblem ??
         (deployment === undefined ? null : deploymentProblem(deployment)) ??

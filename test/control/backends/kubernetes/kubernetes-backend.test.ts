@@ -8,13 +8,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
-import type { ModelSchema } from '../../../src/core/tensor.ts';
-import type { KubeObject } from '../../../src/control/backends/kubernetes/kube-object.ts';
-import type { ReplicaEvent, ReplicaLaunch } from '../../../src/control/backends/backend.ts';
-import { KubeApi } from '../../../src/control/backends/kubernetes/kube-api.ts';
-import { KubernetesBackend } from '../../../src/control/backends/kubernetes/kubernetes-backend.ts';
-import { FakeKubeApi, podOf, type PodBehaviour } from '../../helpers/fake-kube-api.ts';
-import { until } from '../../helpers/until.ts';
+import type { ModelSchema } from '../../../../src/core/tensor.ts';
+import type { KubeObject } from '../../../../src/control/backends/kubernetes/kube-object.ts';
+import type { ReplicaEvent, ReplicaLaunch } from '../../../../src/control/backends/backend.ts';
+import { KubeApi } from '../../../../src/control/backends/kubernetes/kube-api.ts';
+import { KubernetesBackend } from '../../../../src/control/backends/kubernetes/kubernetes-backend.ts';
+import { FakeKubeApi, podOf, type PodBehaviour } from '../../../helpers/fake-kube-api.ts';
+import { until } from '../../../helpers/until.ts';
 
 const namespace = 'serving';
 const schema: ModelSchema = {
