@@ -348,9 +348,13 @@ export class KubernetesBackend implements Backend {
       if (replicas === 0) this.scheduleRemoval(revision);
     } catch (error) {
       const message = (error as Error).message;
-      const name = revision.rendered?.deployment.metadata.name ?? revision.key;
+      const name = revision.rendered?.deployment.metadata.name;
+      const { endpoint, model, version } = revision.launch;
       revision.failures += 1;
-      revision.applyProblem = `could not apply ${name}: ${message}`;
+      revision.applyProblem =
+        name === undefined
+          ? `could not render endpoint ${endpoint} (${model} v${version}) for Kubernetes: ${message}`
+          : `could not apply ${name}: ${message}`;
       this.options.log?.(revision.applyProblem);
       const retryMs = Math.min(
         maxRetryMs,

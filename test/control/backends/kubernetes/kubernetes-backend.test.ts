@@ -439,3 +439,33 @@ test('the fake answers as the API server does: apply needs its content type and 
     /namespaces "absent" not found/,
   );
 });
+
+test('a revision the renderer refuses (a GPU share no MIG resource holds) is the replica reason, not a crash', async (t) => {
+  const fake = new FakeKubeApi();
+  fake.namespaces.add(namespace);
+  await fake.start();
+  const backend = new KubernetesBackend({
+    api: new KubeApi(fake.kubeConfig(namespace), namespace),
+    render: () => {
+      throw new Error('no declared MIG resource holds 30 GiB of an L4');
+    },
+    applyDelayMs: 5,
+    retryMs: 20,
+  });
+  t.after(async () => {
+    await backend.close();
+    await fake.close();
+  });
+  await backend.init();
+  const slot = recorder();
+  backend.start(launchOf(0), slot.onEvent);
+  await until(() => slot.events.length > 0, 'a failure reported');
+  assert.deepEqual(slot.events, [
+    {
+      kind: 'failed',
+      reason:
+        'could not render endpoint fraud (fraud v1) for Kubernetes: no declared MIG resource holds 30 GiB of an L4',
+    },
+  ]);
+  assert.equal(fake.requests.filter((r) => r.method === 'PATCH').length, 0);
+});
