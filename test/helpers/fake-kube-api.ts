@@ -157,9 +157,15 @@ export class FakeKubeApi {
     this.forbidden.delete(`${verb} ${plural}`);
   }
 
-  /** Ends every open watch stream (a dropped connection, the server's timeout). */
+  /** Cuts every open watch stream (a dropped connection). */
   dropWatches(): void {
     for (const watcher of this.watchers) watcher.response.destroy();
+    this.watchers.clear();
+  }
+
+  /** Ends every open watch stream cleanly, as the API server does at a watch's timeout. */
+  endWatches(): void {
+    for (const watcher of this.watchers) watcher.response.end();
     this.watchers.clear();
   }
 

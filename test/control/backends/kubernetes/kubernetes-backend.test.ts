@@ -315,6 +315,15 @@ test('a dropped watch resumes from its resourceVersion, and a 410 Gone relists',
   assert.ok(resumeWatches.length >= 2);
   assert.ok(resumeWatches.every((r) => r.query.get('resourceVersion') !== null));
 
+  // The server ends the streams at their timeout: resumed the same way.
+  const beforeEnd = backend.watchCounts();
+  fake.endWatches();
+  const fourth = recorder();
+  backend.start(launchOf(3), fourth.onEvent);
+  await until(() => fourth.events.some((e) => e.kind === 'ready'), 'ready after the timeout');
+  assert.equal(backend.watchCounts().pods.lists, before.pods.lists, 'no relist at a timeout');
+  assert.ok(backend.watchCounts().pods.resumes > beforeEnd.pods.resumes);
+
   // The history is compacted while disconnected: 410 Gone, then a fresh list.
   fake.compact();
   fake.dropWatches();
@@ -322,7 +331,7 @@ test('a dropped watch resumes from its resourceVersion, and a 410 Gone relists',
   backend.start(launchOf(2), third.onEvent);
   await until(() => third.events.some((e) => e.kind === 'ready'), 'ready after the relist');
   await until(() => backend.watchCounts().pods.lists > before.pods.lists, 'a relist');
-  for (const r of [first, second]) assert.ok(!r.events.some((e) => e.kind === 'exited'));
+  for (const r of [first, second, fourth]) assert.ok(!r.events.some((e) => e.kind === 'exited'));
 });
 
 test('an apply the kubeconfig may not make is a reason naming verb and resource, retried until allowed', async (t) => {
