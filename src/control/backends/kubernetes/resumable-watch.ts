@@ -90,8 +90,9 @@ export class ResumableWatch {
   private async watch(): Promise<void> {
     if (this.closed || this.resourceVersion === null) return;
     let gone = false;
+    let ended = false;
     try {
-      this.handle = await this.options.api.watch(
+      const handle = await this.options.api.watch(
         this.options.collection,
         this.options.labelSelector,
         this.resourceVersion,
@@ -102,6 +103,7 @@ export class ResumableWatch {
           }
         },
         (error) => {
+          ended = true;
           this.handle = null;
           if (this.closed) return;
           if (gone || error?.status === 410) return void this.relist();
@@ -110,7 +112,12 @@ export class ResumableWatch {
           void this.watch();
         },
       );
-      if (this.closed) this.handle.abort();
+      // The client ends a refused watch before returning it: then a retry owns `handle`.
+      if (this.closed) handle.abort();
+      else if (!ended) {
+        this.handle = handle;
+        this.recovered(); // streaming again
+      }
     } catch (error) {
       this.fail(error as KubeApiError);
     }
