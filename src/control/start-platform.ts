@@ -262,6 +262,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   let app: FastifyInstance | undefined;
   let gateway: GatewayProcess | undefined;
   const closeAll = async (): Promise<void> => {
+    // Pods outlive their control plane (a rolling update, a new leader): closing stops none.
+    if (backend.kind === 'kubernetes') backend.retain();
     try {
       await rollouts.close();
       await autoscale.close();

@@ -59,6 +59,12 @@ export interface KubernetesBackendOptions {
   readonly retryMs?: number;
   /** How often a listening pod's worker is asked for its metadata (default 500 ms). */
   readonly probeIntervalMs?: number;
+  /**
+   * For this long after init, a Deployment keeps at least the replicas it had when found
+   * (default 15 s): a control plane taking over starts its slots one by one, and must not
+   * scale the running data plane down meanwhile. Scale ups apply at once.
+   */
+  readonly adoptGraceMs?: number;
   readonly log?: (message: string) => void;
 }
 
@@ -104,6 +110,8 @@ interface Revision {
   /** Every object applied once (after that only the replica count changes). */
   created: boolean;
   appliedReplicas: number | null;
+  /** The replicas its Deployment had when first applied by this backend (adoption grace). */
+  foundReplicas: number | null;
   applyProblem: string | null;
   failures: number;
   timer: NodeJS.Timeout | null;
@@ -126,6 +134,9 @@ export class KubernetesBackend implements Backend {
   private readonly problems = new Map<string, string>();
   private recomputeQueued = false;
   private closed = false;
+  /** Stops leave the pods running (the platform shuts down; the data plane stays). */
+  private retained = false;
+  private adoptUntilMs = 0;
 
   constructor(private readonly options: KubernetesBackendOptions) {
     const watch = (collection: typeof podsCollection, labelSelector: string): ResumableWatch =>
@@ -175,6 +186,7 @@ export class KubernetesBackend implements Backend {
     }
     for (const watch of Object.values(this.watches)) watch.start();
     await Promise.all(Object.values(this.watches).map((w) => w.whenSynced()));
+    this.adoptUntilMs = Date.now() + (this.options.adoptGraceMs ?? 15_000);
   }
 
   start(launch: ReplicaLaunch, onEvent: (event: ReplicaEvent) => void): ReplicaHandle {
@@ -197,6 +209,15 @@ export class KubernetesBackend implements Backend {
       pid: null,
       stop: (graceMs) => this.stopSlot(slot, graceMs),
     };
+  }
+
+  /**
+   * From now on a stop leaves its pod running and the Deployment as it is: the control plane
+   * is shutting down (a rolling update, a leader handing over), not the endpoint. Called
+   * before the reconciler's close, which stops every replica.
+   */
+  retain(): void {
+    this.retained = true;
   }
 
   async close(): Promise<void> {
@@ -232,6 +253,7 @@ export class KubernetesBackend implements Backend {
       leaving: [],
       created: false,
       appliedReplicas: null,
+      foundReplicas: null,
       applyProblem: null,
       failures: 0,
       timer: null,
@@ -274,6 +296,12 @@ export class KubernetesBackend implements Backend {
   private async stopSlot(slot: Slot, graceMs: number): Promise<void> {
     const revision = slot.revision;
     const pod = slot.pod;
+    if (this.retained) {
+      slot.live = false;
+      revision.slots.delete(slot);
+      slot.onEvent({ kind: 'exited', code: 0, signal: null });
+      return;
+    }
     if (slot.live) {
       slot.live = false;
       if (pod !== null) revision.leaving.push(pod);
@@ -323,9 +351,10 @@ export class KubernetesBackend implements Backend {
 
   private async apply(revision: Revision): Promise<void> {
     const api = this.options.api;
-    const replicas = this.liveSlots(revision).length;
+    const live = this.liveSlots(revision).length;
     try {
       const rendered = await this.rendered(revision);
+      const replicas = Math.max(live, this.adoptFloor(revision, rendered));
       for (const pod of revision.leaving.splice(0)) await this.markCheapest(pod);
       if (replicas > 0 && revision.removeTimer !== null) {
         clearTimeout(revision.removeTimer);
@@ -346,6 +375,8 @@ export class KubernetesBackend implements Backend {
       revision.failures = 0;
       revision.applyProblem = null;
       if (replicas === 0) this.scheduleRemoval(revision);
+      // Held up by the adoption grace: scaled to the live count once it has passed.
+      if (replicas > live) this.schedule(revision, Math.max(0, this.adoptUntilMs - Date.now()));
     } catch (error) {
       const message = (error as Error).message;
       const name = revision.rendered?.deployment.metadata.name;
@@ -363,6 +394,17 @@ export class KubernetesBackend implements Backend {
       this.schedule(revision, retryMs);
     }
     this.queueRecompute();
+  }
+
+  /** The replicas a Deployment found running keeps during the adoption grace (else 0). */
+  private adoptFloor(revision: Revision, rendered: Rendered): number {
+    if (rendered.autoscaled || Date.now() >= this.adoptUntilMs) return 0;
+    if (revision.foundReplicas === null) {
+      const found = this.watches.deployments.items.get(rendered.deployment.metadata.name);
+      const replicas = (found?.spec as { replicas?: unknown } | undefined)?.replicas;
+      revision.foundReplicas = typeof replicas === 'number' ? replicas : 0;
+    }
+    return revision.foundReplicas;
   }
 
   /** The ReplicaSet deletes the pod with the lowest deletion cost first on a scale down. */

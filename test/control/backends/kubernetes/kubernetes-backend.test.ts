@@ -478,3 +478,64 @@ test('a revision the renderer refuses (a GPU share no MIG resource holds) is the
   ]);
   assert.equal(fake.requests.filter((r) => r.method === 'PATCH').length, 0);
 });
+
+test('a control plane that shuts down leaves the pods serving, and the next one adopts them without scaling down', async (t) => {
+  const worker = await stubWorker('fraud');
+  t.after(() => worker.server.close());
+  const { fake, backend, api } = await harness(t, () => ({
+    ready: true,
+    ip: '127.0.0.1',
+    port: worker.port,
+  }));
+  const name = standInRender(launchOf(0))[0]?.metadata.name ?? '';
+  const replicas = (): unknown =>
+    (fake.get('deployments', namespace, name)?.spec as { replicas?: number }).replicas;
+  const first = [0, 1, 2].map((slot) => {
+    const r = recorder();
+    return { r, handle: backend.start(launchOf(slot), r.onEvent) };
+  });
+  await until(
+    () => first.every(({ r }) => r.events.some((e) => e.kind === 'ready')),
+    'three ready',
+  );
+  // Shutdown: the reconciler stops every replica, then closes the backend.
+  backend.retain();
+  await Promise.all(first.map(({ handle }) => handle.stop(1_000)));
+  await backend.close();
+  assert.equal(replicas(), 3);
+  assert.equal(fake.list('pods', namespace).length, 3);
+  const pods = new Set(fake.list('pods', namespace).map((p) => p.metadata.name));
+
+  // The next control plane starts its slots one at a time: the running pods stay meanwhile.
+  const next = new KubernetesBackend({
+    api,
+    render: standInRender,
+    applyDelayMs: 5,
+    retryMs: 20,
+    adoptGraceMs: 400,
+  });
+  t.after(() => next.close());
+  await next.init();
+  const adopted = recorder();
+  next.start(launchOf(0), adopted.onEvent);
+  await until(() => adopted.events.some((e) => e.kind === 'ready'), 'the slot ready');
+  const listening = adopted.events[0];
+  assert.equal(listening?.kind, 'listening');
+  assert.equal(replicas(), 3, 'no scale down while the others may still be started');
+  assert.ok(fake.list('pods', namespace).every((p) => pods.has(p.metadata.name)));
+  // Past the grace, the Deployment follows the live slots.
+  await until(() => replicas() === 1, 'scaled to the one live slot');
+});
+
+test('a kubeconfig that cannot reach the API server fails the start, naming it', async () => {
+  const fake = new FakeKubeApi();
+  await fake.start();
+  const config = fake.kubeConfig(namespace);
+  await fake.close();
+  const backend = new KubernetesBackend({
+    api: new KubeApi(config, namespace),
+    render: standInRender,
+  });
+  await assert.rejects(backend.init(), /could not be reached|ECONNREFUSED/);
+  await backend.close();
+});
