@@ -97,6 +97,9 @@ export function registerUpCommand(program: Command): void {
     .action(async (options: UpOptions, command: Command) => {
       if (options.backend !== 'local' && options.backend !== 'kubernetes')
         throw usageError(`invalid --backend ${options.backend}: expected local or kubernetes`);
+      const workerImage = options.workerImage ?? process.env.KILN_WORKER_IMAGE ?? '';
+      if (options.backend === 'kubernetes' && workerImage === '')
+        throw usageError('--backend kubernetes needs --worker-image IMAGE (or $KILN_WORKER_IMAGE)');
       for (const port of [options.port, options.gatewayPort]) {
         if (port > 65535) throw usageError(`invalid port ${port}: expected 0–65535`);
       }

@@ -35,6 +35,7 @@ import {
   type KubeItem,
 } from './kube-api.ts';
 import { ResumableWatch } from './resumable-watch.ts';
+import { kilnError } from '../../../core/errors.ts';
 import {
   deploymentProblem,
   isTerminating,
@@ -176,13 +177,17 @@ export class KubernetesBackend implements Backend {
    * (a clear KubeApiError otherwise: `kiln up` refuses to start), then starts watching.
    */
   async init(): Promise<void> {
-    await this.options.api.checkNamespace();
-    for (const [collection, selector] of [
-      [podsCollection, managedSelector],
-      [deploymentsCollection, managedSelector],
-      [endpointSlicesCollection, 'kubernetes.io/service-name'],
-    ] as const) {
-      await this.options.api.list(collection, selector);
+    try {
+      await this.options.api.checkNamespace();
+      for (const [collection, selector] of [
+        [podsCollection, managedSelector],
+        [deploymentsCollection, managedSelector],
+        [endpointSlicesCollection, 'kubernetes.io/service-name'],
+      ] as const) {
+        await this.options.api.list(collection, selector);
+      }
+    } catch (error) {
+      throw kilnError('KILN_KUBERNETES_UNAVAILABLE', { reason: (error as Error).message });
     }
     for (const watch of Object.values(this.watches)) watch.start();
     await Promise.all(Object.values(this.watches).map((w) => w.whenSynced()));
