@@ -26,10 +26,7 @@ import { QualityService } from './observability/quality-service.ts';
 import { ensurePlatformTokens } from './control-tokens.ts';
 import { LocalBackend } from './backends/local/local-backend.ts';
 import type { KubernetesBackend } from './backends/kubernetes/kubernetes-backend.ts';
-import {
-  createKubernetesBackend,
-  type KubernetesBackendSettings,
-} from './backends/kubernetes/create-kubernetes-backend.ts';
+import type { KubernetesBackendSettings } from './backends/kubernetes/create-kubernetes-backend.ts';
 import { registerDemoModels, deployDemoEndpoints } from './demo-models.ts';
 import { EndpointService } from './endpoints.ts';
 import { GatewayProcess, isGatewayProcessCount } from './gateway-process.ts';
@@ -154,7 +151,10 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   try {
     backend =
       options.backend === 'kubernetes'
-        ? createKubernetesBackend(options.kubernetes ?? {}, store, process.env)
+        ? // Loaded only here: the Kubernetes client is no cost to a local platform.
+          (
+            await import('./backends/kubernetes/create-kubernetes-backend.ts')
+          ).createKubernetesBackend(options.kubernetes ?? {}, store, process.env)
         : new LocalBackend({
             runDir: join(home, 'run'),
             detached,
