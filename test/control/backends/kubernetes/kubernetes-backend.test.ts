@@ -539,3 +539,99 @@ test('a kubeconfig that cannot reach the API server fails the start, naming it',
   await assert.rejects(backend.init(), /could not be reached|ECONNREFUSED/);
   await backend.close();
 });
+
+test('an autoscaled revision applies its HPA and KEDA ScaledObject whole, and leaves the pod count to them', async (t) => {
+  const worker = await stubWorker('fraud');
+  t.after(() => worker.server.close());
+  const fake = new FakeKubeApi();
+  fake.namespaces.add(namespace);
+  fake.pods = () => ({ ready: true, ip: '127.0.0.1', port: worker.port });
+  await fake.start();
+  const render = (launch: ReplicaLaunch): KubeObject[] => {
+    const [deployment, ...rest] = standInRender(launch);
+    if (deployment === undefined) throw new Error('no deployment');
+    const { replicas: _owned, ...spec } = deployment.spec as Record<string, unknown>;
+    const name = deployment.metadata.name;
+    const target = { apiVersion: 'apps/v1', kind: 'Deployment', name };
+    return [
+      { ...deployment, spec },
+      ...rest,
+      {
+        apiVersion: 'autoscaling/v2',
+        kind: 'HorizontalPodAutoscaler',
+        metadata: { name, labels: deployment.metadata.labels ?? {} },
+        spec: {
+          scaleTargetRef: target,
+          minReplicas: 1,
+          maxReplicas: 4,
+          metrics: [
+            {
+              type: 'Resource',
+              resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 70 } },
+            },
+          ],
+        },
+      },
+      {
+        apiVersion: 'keda.sh/v1alpha1',
+        kind: 'ScaledObject',
+        metadata: { name: `${name}-wake`, labels: deployment.metadata.labels ?? {} },
+        spec: {
+          scaleTargetRef: { name },
+          minReplicaCount: 0,
+          maxReplicaCount: 4,
+          triggers: [
+            {
+              type: 'prometheus',
+              metadata: {
+                serverAddress: 'http://prometheus:9090',
+                query: 'sum(x)',
+                threshold: '5',
+              },
+            },
+          ],
+        },
+      },
+    ];
+  };
+  const backend = new KubernetesBackend({
+    api: new KubeApi(fake.kubeConfig(namespace), namespace),
+    render,
+    applyDelayMs: 5,
+    retryMs: 20,
+    probeIntervalMs: 20,
+  });
+  t.after(async () => {
+    await backend.close();
+    await fake.close();
+  });
+  await backend.init();
+  const slot = recorder();
+  const name = standInRender(launchOf(0))[0]?.metadata.name ?? '';
+  backend.start(launchOf(0), slot.onEvent);
+  await until(() => slot.events.some((e) => e.kind === 'ready'), 'ready');
+  await until(
+    () => fake.get('scaledobjects', namespace, `${name}-wake`) !== undefined,
+    'every object applied',
+  );
+  const hpa = fake.get('horizontalpodautoscalers', namespace, name);
+  assert.deepEqual((hpa?.spec as { maxReplicas?: number }).maxReplicas, 4);
+  assert.deepEqual(
+    hpa?.metadata.managedFields?.map((f) => f.manager),
+    ['kiln'],
+  );
+  const scaled = fake.get('scaledobjects', namespace, `${name}-wake`);
+  assert.deepEqual(
+    (scaled?.spec as { triggers?: { metadata: { query: string } }[] }).triggers?.[0]?.metadata
+      .query,
+    'sum(x)',
+  );
+  // The Deployment was applied once, without a count: the autoscaler's to set.
+  const patches = () =>
+    fake.requests.filter((r) => r.method === 'PATCH' && r.path.endsWith(`/deployments/${name}`));
+  assert.equal(patches().length, 1);
+  assert.equal(
+    (fake.get('deployments', namespace, name)?.spec as { replicas?: number }).replicas,
+    undefined,
+  );
+});
