@@ -26,6 +26,8 @@ import { driftReadingsOf } from '../observability/slo/drift-readings.ts';
 import { QualityService } from './observability/quality-service.ts';
 import { ensurePlatformTokens } from './control-tokens.ts';
 import { LocalBackend } from './backends/local/local-backend.ts';
+import type { KubernetesBackend } from './backends/kubernetes/kubernetes-backend.ts';
+import type { KubernetesBackendSettings } from './backends/kubernetes/create-kubernetes-backend.ts';
 import { registerDemoModels, deployDemoEndpoints } from './demo-models.ts';
 import { EndpointService } from './endpoints.ts';
 import { GatewayProcess, isGatewayProcessCount } from './gateway-process.ts';
@@ -94,6 +96,12 @@ export interface PlatformOptions {
    * home's `artifacts/` folder; an S3 bucket is probed (exists, takes a write) before start.
    */
   readonly artifacts?: ArtifactLocator;
+  /**
+   * Where replicas run: worker processes here (default), or pods of one Deployment per
+   * revision (`kiln up --backend kubernetes`; docs/kubernetes.md), set up by `kubernetes`.
+   */
+  readonly backend?: 'local' | 'kubernetes';
+  readonly kubernetes?: KubernetesBackendSettings;
 }
 
 export interface RunningPlatform {
@@ -148,12 +156,25 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   );
   const detached = options.detached === true;
   // `kiln up` starts a standby worker at once: the first replica start skips the boot too.
-  const backend = new LocalBackend({
-    runDir: join(home, 'run'),
-    detached,
-    prestartStandby: detached,
-    ...(options.otlpUrl === undefined ? {} : { otlpUrl: options.otlpUrl }),
-  });
+  let backend: LocalBackend | KubernetesBackend;
+  try {
+    backend =
+      options.backend === 'kubernetes'
+        ? // Loaded only here: the Kubernetes client is no cost to a local platform.
+          (
+            await import('./backends/kubernetes/create-kubernetes-backend.ts')
+          ).createKubernetesBackend(options.kubernetes ?? {}, store, process.env)
+        : new LocalBackend({
+            runDir: join(home, 'run'),
+            detached,
+            prestartStandby: detached,
+            ...(options.otlpUrl === undefined ? {} : { otlpUrl: options.otlpUrl }),
+          });
+  } catch (error) {
+    await store.close();
+    lock?.release();
+    throw error;
+  }
   // Where a detached gateway finds this control plane (rewritten by every start).
   const controlUrlFile = join(home, 'run', 'platform.url');
   try {
@@ -173,7 +194,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     auth: options.dev ? 'dev' : 'api-keys',
     // With a gateway, a replica is stopped only once the gateway holds a snapshot without it.
     gatewayAcks: options.gateway !== false && !apiOnly,
-    placer,
+    // On Kubernetes the scheduler places pods (resources, selectors, tolerations: render.ts).
+    ...(backend.kind === 'kubernetes' ? {} : { placer }),
   });
   let gatewayUrl = '';
   const traffic = new TrafficService(registry, reconciler, clock, trafficOptions);
@@ -249,6 +271,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   let app: FastifyInstance | undefined;
   let gateway: GatewayProcess | undefined;
   const closeAll = async (): Promise<void> => {
+    // Pods outlive their control plane (a rolling update, a new leader): closing stops none.
+    if (backend.kind === 'kubernetes') backend.retain();
     try {
       await rollouts.close();
       await autoscale.close();
@@ -306,7 +330,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       // get no snapshot before that pass (the routing table holds their polls), so the first
       // one they get routes to the adopted replicas. After listening, so a start that fails
       // to listen leaves them serving.
-      await reconciler.adopt(backend.survivors());
+      await reconciler.adopt(backend.kind === 'local' ? backend.survivors() : []);
       await writeFile(`${controlUrlFile}.tmp`, `${url}\n`);
       await rename(`${controlUrlFile}.tmp`, controlUrlFile);
       reconciler.start();
@@ -344,7 +368,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       autoscale,
       observability,
       demoModels,
-      standbyWorkers: () => backend.standbyWorkers(),
+      standbyWorkers: () => (backend.kind === 'local' ? backend.standbyWorkers() : []),
       close: closeAll,
     };
   } catch (error) {

@@ -102,6 +102,12 @@ export const errorRegistry = {
     retryable: false,
     template: 'this control plane lost the leader lease (held epoch {epoch}, now {current}); its write was refused',
   },
+  KILN_KUBERNETES_UNAVAILABLE: {
+    status: 503,
+    retryable: true,
+    template: 'the Kubernetes backend cannot start: {reason}',
+    hint: 'check the kubeconfig (KUBECONFIG, ~/.kube/config or the pod service account), that the namespace exists (--kube-namespace) and the rights its user has there',
+  },
   // --- artifacts ---
   KILN_INVALID_PATH: {
     status: 400,

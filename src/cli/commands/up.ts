@@ -36,6 +36,9 @@ interface UpOptions {
   readonly gatewayProcesses: number;
   readonly artifacts?: string;
   readonly artifactsEndpoint?: string;
+  readonly backend: string;
+  readonly kubeNamespace?: string;
+  readonly workerImage?: string;
 }
 
 export function registerUpCommand(program: Command): void {
@@ -90,7 +93,25 @@ export function registerUpCommand(program: Command): void {
       '--artifacts-endpoint <url>',
       'an S3-compatible endpoint for s3:// artifacts, e.g. http://minio:9000 (default: $AWS_ENDPOINT_URL; path-style requests)',
     )
+    .option(
+      '--backend <kind>',
+      'where replicas run: local (worker processes) or kubernetes',
+      'local',
+    )
+    .option(
+      '--kube-namespace <ns>',
+      'with --backend kubernetes: the namespace (default: $KILN_KUBERNETES_NAMESPACE, else the kubeconfig context)',
+    )
+    .option(
+      '--worker-image <image>',
+      'with --backend kubernetes: the worker image (default: $KILN_WORKER_IMAGE)',
+    )
     .action(async (options: UpOptions, command: Command) => {
+      if (options.backend !== 'local' && options.backend !== 'kubernetes')
+        throw usageError(`invalid --backend ${options.backend}: expected local or kubernetes`);
+      const workerImage = options.workerImage ?? process.env.KILN_WORKER_IMAGE ?? '';
+      if (options.backend === 'kubernetes' && workerImage === '')
+        throw usageError('--backend kubernetes needs --worker-image IMAGE (or $KILN_WORKER_IMAGE)');
       for (const port of [options.port, options.gatewayPort]) {
         if (port > 65535) throw usageError(`invalid port ${port}: expected 0–65535`);
       }
@@ -127,6 +148,12 @@ export function registerUpCommand(program: Command): void {
           ...(options.prices === undefined ? {} : { prices: options.prices }),
           ...(options.otlp === undefined ? {} : { otlpUrl: options.otlp }),
           ...(artifacts === undefined ? {} : { artifacts }),
+          backend: options.backend,
+          kubernetes: {
+            ...(options.kubeNamespace === undefined ? {} : { namespace: options.kubeNamespace }),
+            ...(options.workerImage === undefined ? {} : { workerImage: options.workerImage }),
+            log: (message) => process.stderr.write(`kiln: ${message}\n`),
+          },
         });
       } catch (error) {
         throw startError(error, options.host, options.port);
