@@ -100,7 +100,8 @@ export const errorRegistry = {
   KILN_LEADER_FENCED: {
     status: 409,
     retryable: false,
-    template: 'this control plane lost the leader lease (held epoch {epoch}, now {current}); its write was refused',
+    template:
+      'this control plane lost the leader lease (held epoch {epoch}, now {current}); its write was refused',
   },
   KILN_KUBERNETES_UNAVAILABLE: {
     status: 503,

@@ -175,7 +175,7 @@ test(
         events.push('check end');
       };
       const created = await store.createVersion('m', placeholderVersion(), {
-        // eslint-disable-next-line @typescript-eslint/no-misused-promises -- awaited: what this test shows
+         
         check,
       });
       await competing;
@@ -187,7 +187,7 @@ test(
       const refused = new Error('blob gone');
       await assert.rejects(
         store.createVersion('m', placeholderVersion(), {
-          // eslint-disable-next-line @typescript-eslint/no-misused-promises -- awaited: what this test shows
+           
           check: async () => {
             await other.getModel('m');
             throw refused;
