@@ -175,7 +175,6 @@ test(
         events.push('check end');
       };
       const created = await store.createVersion('m', placeholderVersion(), {
-         
         check,
       });
       await competing;
@@ -187,7 +186,6 @@ test(
       const refused = new Error('blob gone');
       await assert.rejects(
         store.createVersion('m', placeholderVersion(), {
-           
           check: async () => {
             await other.getModel('m');
             throw refused;
