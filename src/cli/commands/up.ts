@@ -6,7 +6,9 @@
 // KILN_HOME_IN_USE, unless --api-only (the registry API alone, beside it: one line,
 // `Kiln API listening on <url>`, and the admin token's). The gateway and workers outlive
 // this process if it is killed outright (the next `kiln up` adopts them, `kiln down` stops
-// them); SIGINT/SIGTERM stop them with it.
+// them); SIGINT/SIGTERM stop them with it. With `--store postgres://…` (or KILN_STORE_URL)
+// several `kiln up` share one database and one of them leads the controllers
+// (docs/scale-out.md); one that loses the lead is started afresh here as a follower.
 
 import { availableParallelism } from 'node:os';
 import { InvalidArgumentError, type Command } from 'commander';
