@@ -501,6 +501,10 @@ function leadAmongControlPlanes(
       publisher = new RoutingPublisher(postgres.controllerStore.db, term, parts.clock, log);
       routing = parts.reconciler.routing;
       await parts.startControllers();
+      // The first pass publishes only if the routing differs from the table's initial
+      // content; the store gets this term's snapshot either way.
+      await parts.reconciler.trigger();
+      publisher.publish(parts.reconciler.routing.current());
     },
     stepDown: async () => {
       publisher = null;

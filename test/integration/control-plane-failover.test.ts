@@ -70,18 +70,28 @@ async function until(
 }
 
 /** Each live plane's kiln_control_leader value; fails if two say they lead. */
-async function leaders(): Promise<Plane[]> {
+async function leaders(among: readonly Plane[]): Promise<Plane[]> {
   const leading: Plane[] = [];
-  for (const p of planes) {
+  for (const p of among) {
     if (!p.alive) continue;
-    const text = await (await request(`${p.process.url}/metrics`)).body.text();
-    if (/^kiln_control_leader\{holder="[^"]+"\} 1$/m.test(text)) leading.push(p);
+    if ((await leaderGauge(p)) === 1) leading.push(p);
   }
   assert.ok(
     leading.length <= 1,
     `two control planes lead: ${leading.map((p) => p.home).join(', ')}`,
   );
   return leading;
+}
+
+/** A plane's kiln_control_leader (null while it does not answer: restarting). */
+async function leaderGauge(p: Plane): Promise<number | null> {
+  try {
+    const text = await (await request(`${p.process.url}/metrics`)).body.text();
+    const value = /^kiln_control_leader\{holder="[^"]+"\} (\d)$/m.exec(text)?.[1];
+    return value === undefined ? null : Number(value);
+  } catch {
+    return null;
+  }
 }
 
 async function infer(gatewayUrl: string): Promise<string | null> {
@@ -139,7 +149,7 @@ void test(
       planes.push({ home, process, cli: new Cli(process.url, home), alive: true });
     }
     let leader: Plane | undefined;
-    await until(async () => (leader = (await leaders())[0]) !== undefined, 'a leader');
+    await until(async () => (leader = (await leaders(planes))[0]) !== undefined, 'a leader');
     assert.ok(leader !== undefined);
     const followers = planes.filter((p) => p !== leader);
     const [follower, other] = followers as [Plane, Plane];
@@ -190,7 +200,7 @@ void test(
     leader.alive = false;
     assert.equal(await infer(gatewayUrl), null, 'served with no leader');
     let next: Plane | undefined;
-    await until(async () => (next = (await leaders())[0]) !== undefined, 'a new leader');
+    await until(async () => (next = (await leaders(planes))[0]) !== undefined, 'a new leader');
     assert.ok(next !== undefined && next !== leader);
     await until(async () => {
       const now = await published(url);
@@ -203,6 +213,65 @@ void test(
     loading = false;
     await load;
     assert.deepEqual(failures.slice(0, 3), [], `${failures.length} of ${answered} failed`);
-    await leaders();
+    await leaders(planes);
+  },
+);
+
+void test(
+  'a paused leader (SIGSTOP past its lease) resumes as a follower: its controllers stopped, then kiln up starts it afresh',
+  { skip },
+  async () => {
+    const url = await server!.createDatabase();
+    const env = {
+      ...process.env,
+      KILN_STORE_URL: url,
+      KILN_LEADER_LEASE_MS: '1500',
+      KILN_LEADER_RENEW_MS: '300',
+    };
+    const started: Plane[] = [];
+    for (let i = 0; i < 2; i += 1) {
+      const home = await mkdtemp(join(tmpdir(), `kiln-plane-paused-${i}-`));
+      homes.push(home);
+      const process = await startPlatformProcess(home, {
+        args: ['--dev', '--no-demo', '--gateway-processes', '1'],
+        env,
+      });
+      const plane = { home, process, cli: new Cli(process.url, home), alive: true };
+      planes.push(plane);
+      started.push(plane);
+    }
+    let paused: Plane | undefined;
+    await until(async () => (paused = (await leaders(started))[0]) !== undefined, 'a leader');
+    assert.ok(paused !== undefined);
+    const other = started.find((p) => p !== paused)!;
+    const before = await published(url);
+    // Paused: it cannot renew; the other takes over once the database says the lease expired.
+    process.kill(paused.process.pid, 'SIGSTOP');
+    paused.alive = false;
+    try {
+      await until(async () => (await leaders(started))[0] === other, 'the other to lead');
+    } finally {
+      process.kill(paused.process.pid, 'SIGCONT');
+    }
+    paused.alive = true;
+    await until(async () => {
+      const now = await published(url);
+      return now !== null && now.epoch > (before?.epoch ?? 0);
+    }, 'the new leader to publish');
+    // Resumed: it knows it lost (its deadline passed while stopped), stops its controllers and
+    // is started afresh on the same port as a follower; one leader at every observation.
+    await until(
+      () =>
+        paused!.process
+          .stderr()
+          .includes('lost the controllers lease; restarting it as a follower'),
+      'the paused plane to notice',
+    );
+    await until(
+      async () => (await leaderGauge(paused!)) === 0,
+      'the paused plane to serve again, as a follower',
+    );
+    assert.deepEqual(await leaders(started), [other]);
+    assert.equal((await request(`${paused.process.url}/api/v1/health`)).statusCode, 200);
   },
 );
