@@ -24,6 +24,7 @@ import {
   RoutingFollower,
   RoutingPublisher,
 } from './leader/routing-publication.ts';
+import { untilServing } from './leader/takeover-routing.ts';
 import type { RoutingTable } from './routing-table.ts';
 import { ArtifactStore } from '../registry/artifact-store.ts';
 import { Registry } from '../registry/registry.ts';
@@ -472,6 +473,9 @@ interface Leader {
  * publishes is copied into the store; otherwise this control plane serves the API and the
  * snapshot the leader published.
  */
+/** The longest a new leader keeps the last leader's routing while its own replicas start. */
+const takeoverWaitMs = 60_000;
+
 function leadAmongControlPlanes(
   postgres: NonNullable<PlatformStores['postgres']>,
   parts: {
@@ -498,12 +502,23 @@ function leadAmongControlPlanes(
       // Versions continue above the last leader's, so gateways take this leader's snapshots.
       const published = await readPublishedRouting(postgres.controllerStore.db);
       parts.reconciler.routing.advancePast(published?.version ?? 0);
+      await parts.startControllers();
+      await parts.reconciler.trigger();
+      // Gateways keep the last leader's routing until this one's replicas serve it too.
+      if (published !== null) {
+        const ready = await untilServing(
+          published.snapshot,
+          parts.reconciler.routing,
+          takeoverWaitMs,
+          () => lease.term() === null,
+        );
+        if (lease.term() === null) return;
+        if (!ready) log('takeover: publishing before every endpoint has a ready replica here');
+      }
       publisher = new RoutingPublisher(postgres.controllerStore.db, term, parts.clock, log);
       routing = parts.reconciler.routing;
-      await parts.startControllers();
       // The first pass publishes only if the routing differs from the table's initial
       // content; the store gets this term's snapshot either way.
-      await parts.reconciler.trigger();
       publisher.publish(parts.reconciler.routing.current());
     },
     stepDown: async () => {
