@@ -19,9 +19,11 @@
 // (PgDatabase.setFence), so a write from an earlier term is refused (KILN_LEADER_FENCED) even
 // if its process has not noticed yet (paused, partitioned).
 //
-// Lease statements run through `write` (the store's write lock): a takeover waits for the
-// fenced write in progress to commit, so no write of the old term commits after the new
-// term began.
+// Lease statements are single statements outside the store's write lock, so a long write
+// (a gc, a large registration) never delays a renewal. What keeps fencing exact is the row
+// lock instead: a fenced write reads the lease row FOR SHARE (PgDatabase.checkFence), so a
+// takeover's UPDATE of that row waits for the fenced transaction in progress to commit, and
+// no write checked under one term commits after the next term began.
 
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -154,7 +156,7 @@ export class LeaderLease {
     this.lose('closed');
     if (options.release === false) return;
     await this.options.db
-      .write((c) =>
+      .read((c) =>
         c.query(
           'UPDATE leases SET expires_at_ms = 0 WHERE name = $1 AND holder = $2 AND epoch = $3',
           [this.name, held.holder, held.epoch],
@@ -167,7 +169,8 @@ export class LeaderLease {
     const sentAt = performance.now();
     let row: LeaseHolder | undefined;
     try {
-      const result = await this.options.db.write((c) =>
+      // One statement, autocommitted: not under the write lock (see the top of this file).
+      const result = await this.options.db.read((c) =>
         c.query<{ holder: string; epoch: number }>(acquireSql, [
           this.name,
           this.holder,

@@ -10,6 +10,7 @@ import { PgStore } from '../../../src/store/postgres/pg-store.ts';
 import { LeaderLease, type LeaseTerm } from '../../../src/control/leader/leader-lease.ts';
 import { isKilnError } from '../../../src/core/errors.ts';
 import { postgresServer, postgresUnavailable } from '../../helpers/postgres-server.ts';
+import { until } from '../../helpers/until.ts';
 
 const skip = postgresUnavailable() ?? false;
 // Started here, not inside a test: the server lives until the file ends.
@@ -209,4 +210,92 @@ test('renewal settings are checked', () => {
   opened.push(db);
   assert.throws(() => new LeaderLease({ db, leaseMs: 1000, renewMs: 600 }), /renewMs/);
   assert.throws(() => new LeaderLease({ db, leaseMs: 1000, renewMs: 0 }), /renewMs/);
+});
+
+test(
+  'a takeover waits for the fenced write in progress: it commits under its term, nothing of it after',
+  { skip },
+  async () => {
+    const url = await freshDatabase();
+    const a = contender(url, 'a', 300, 50);
+    const b = contender(url, 'b', 300, 50);
+    const termA = await a.attempt();
+    assert.ok(termA !== null);
+    const fenced = await PgStore.open(url);
+    opened.push(fenced);
+    fenced.setFence({ lease: 'controllers', ...termA });
+    await fenced.db.write((c) => c.query('CREATE TABLE probe (what TEXT NOT NULL)'));
+    const order: string[] = [];
+    let finish!: () => void;
+    const finishing = new Promise<void>((resolve) => (finish = resolve));
+    let checked!: () => void;
+    const inside = new Promise<void>((resolve) => (checked = resolve));
+    // A's write passes its fence check, then stays open (a slow controller write).
+    const writing = fenced.db
+      .write(async (c) => {
+        checked();
+        await finishing;
+        await c.query("INSERT INTO probe VALUES ('a')");
+      })
+      .then(() => order.push('a committed'));
+    await inside;
+    let taking: Promise<LeaseTerm | null> = Promise.resolve(null);
+    try {
+      // The row expires meanwhile (the database's clock); B's takeover must wait for A's write.
+      const db = database(url);
+      await until(async () => {
+        const row = await db.read((c) =>
+          c.query<{ left: number }>(
+            "SELECT expires_at_ms - (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS left FROM leases WHERE name = 'controllers'",
+          ),
+        );
+        return row.rows[0]!.left < 0;
+      }, 'the lease to expire');
+      taking = b.attempt().then((term) => {
+        order.push('b took over');
+        return term;
+      });
+      // B's statement is blocked on the row A's write holds: let A commit, then B takes over.
+      await until(async () => {
+        const waiting = await db.read((c) =>
+          c.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO leases%'",
+          ),
+        );
+        return waiting.rows[0]!.n === 1;
+      }, "b's takeover to wait on the lease row");
+    } finally {
+      // Whatever failed above, A's transaction ends (closing the pools waits for it).
+      finish();
+    }
+    await writing;
+    assert.equal((await taking)?.epoch, 2);
+    assert.deepEqual(order, ['a committed', 'b took over']);
+    // From then on A's writes are refused.
+    await assert.rejects(
+      fenced.db.write((c) => c.query("INSERT INTO probe VALUES ('a again')")),
+      (error: unknown) => isKilnError(error) && error.code === 'KILN_LEADER_FENCED',
+    );
+  },
+);
+
+test('a long write under the store lock does not hold up a renewal', { skip }, async () => {
+  const url = await freshDatabase();
+  const a = contender(url, 'a', 600_000, 100);
+  assert.equal((await a.attempt())?.epoch, 1);
+  const store = await PgStore.open(url);
+  opened.push(store);
+  let finish!: () => void;
+  const finishing = new Promise<void>((resolve) => (finish = resolve));
+  let inside!: () => void;
+  const holding = new Promise<void>((resolve) => (inside = resolve));
+  // An API write (unfenced) that holds the write lock: a gc deleting many objects, say.
+  const long = store.db.write(async () => {
+    inside();
+    await finishing;
+  });
+  await holding;
+  assert.deepEqual(await a.attempt(), { holder: 'a', epoch: 1 });
+  finish();
+  await long;
 });
