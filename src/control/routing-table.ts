@@ -43,6 +43,8 @@ export class RoutingTable {
   private ackWaiters = new Set<() => void>();
   /** Until this settles, long-polls wait: the content is not yet what the platform runs. */
   private held: Promise<void> | null = null;
+  /** Told of every snapshot published (issue 17: the leader copies it into the store). */
+  private readonly publishListeners: ((snapshot: RoutingSnapshot) => void)[] = [];
 
   constructor(
     initial: SnapshotContent,
@@ -72,6 +74,31 @@ export class RoutingTable {
     return this.snapshot;
   }
 
+  onPublish(listener: (snapshot: RoutingSnapshot) => void): void {
+    this.publishListeners.push(listener);
+  }
+
+  /**
+   * Versions from now on are above `version` (issue 17: a new leader continues above the
+   * snapshot the last one published, whatever its own clock says).
+   */
+  advancePast(version: number): void {
+    if (this.snapshot.version <= version)
+      this.snapshot = { ...this.snapshot, version: version + 1 };
+  }
+
+  /**
+   * Serves a snapshot published elsewhere as it is, version included (issue 17: a follower
+   * control plane serving the leader's snapshot from the store).
+   */
+  mirror(snapshot: RoutingSnapshot): void {
+    if (snapshot.version === this.snapshot.version) return;
+    const { version: _version, generatedAt: _generatedAt, ...content } = snapshot;
+    this.contentKey = JSON.stringify(content);
+    this.snapshot = snapshot;
+    this.wakeWaiters();
+  }
+
   /** Publishes `content` as a new version if it differs from the current one. */
   publish(content: SnapshotContent): boolean {
     const key = JSON.stringify(content);
@@ -82,10 +109,15 @@ export class RoutingTable {
       generatedAt: isoAt(this.clock),
       ...content,
     };
+    this.wakeWaiters();
+    for (const listener of this.publishListeners) listener(this.snapshot);
+    return true;
+  }
+
+  private wakeWaiters(): void {
     const waiters = [...this.waiters];
     this.waiters.clear();
     for (const wake of waiters) wake(this.snapshot);
-    return true;
   }
 
   /**

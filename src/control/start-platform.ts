@@ -14,8 +14,20 @@ import type { FastifyInstance } from 'fastify';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { kilnVersion } from '../core/version.ts';
 import { SqliteStore } from '../store/sqlite/sqlite-store.ts';
-import type { ArtifactLocator } from '../registry/artifact-storage.ts';
+import type { ArtifactLocator, ArtifactStorage } from '../registry/artifact-storage.ts';
 import { openArtifactStorage } from '../registry/open-artifact-storage.ts';
+import type { Store } from '../store/store.ts';
+import { PgStore } from '../store/postgres/pg-store.ts';
+import { PgDatabase } from '../store/postgres/pg-database.ts';
+import { LeaderLease } from './leader/leader-lease.ts';
+import { ControllerLeadership, registerLeaderMetrics } from './leader/controller-leadership.ts';
+import {
+  readPublishedRouting,
+  RoutingFollower,
+  RoutingPublisher,
+} from './leader/routing-publication.ts';
+import { untilServing } from './leader/takeover-routing.ts';
+import type { RoutingTable } from './routing-table.ts';
 import { Registry } from '../registry/registry.ts';
 import { buildApiServer } from './api/api-server.ts';
 import { Registry as MetricsRegistry } from 'prom-client';
@@ -102,6 +114,14 @@ export interface PlatformOptions {
    */
   readonly backend?: 'local' | 'kubernetes';
   readonly kubernetes?: KubernetesBackendSettings;
+  /**
+   * Issue 17: a PostgreSQL URL (`kiln up --store`, KILN_STORE_URL) shared by several control
+   * planes, one of which leads the controllers (docs/scale-out.md). Absent: SQLite in the
+   * home, this process leading by holding the home lock, exactly as before.
+   */
+  readonly store?: string;
+  /** The controllers' lease on PostgreSQL, ms (default 10 000 / 2 500; tests use short ones). */
+  readonly lease?: { readonly leaseMs?: number; readonly renewMs?: number };
 }
 
 export interface RunningPlatform {
@@ -119,6 +139,12 @@ export interface RunningPlatform {
   readonly autoscale: AutoscaleController;
   /** Issue 15: the control plane's metrics registry and observability parts. */
   readonly observability: ObservabilityServices;
+  /**
+   * Issue 17, PostgreSQL store: whether this control plane leads the controllers now, and a
+   * promise that resolves once it lost the term it led (it then serves as a follower until
+   * restarted: `kiln up` starts it afresh). With SQLite: always leading, never lost.
+   */
+  readonly leader: { leading(): boolean; readonly lost: Promise<void> };
   /** Names of the demo models registered at this start (empty unless `demo`). */
   readonly demoModels: readonly string[];
   /** The standby workers waiting for a replica start (pid, warm yet): benchmarks, tests. */
@@ -143,17 +169,28 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   const prices = await loadPrices(home, options.prices);
   const apiOnly = options.apiOnly === true;
   const lock = apiOnly ? null : lockHome(home);
-  let store: SqliteStore;
+  let stores: PlatformStores;
   try {
-    store = SqliteStore.open(join(home, 'kiln.db'), { clock });
+    stores = await openStores(home, options.store, clock);
   } catch (error) {
     lock?.release();
     throw error;
   }
-  const artifacts = await openArtifactStorage(
-    options.artifacts ?? { kind: 'local', root: join(home, 'artifacts') },
-    { clock, scratchDir: join(home, 'artifacts', 'tmp') },
-  );
+  // The API writes through `store`; the controllers through `controllerStore`, which on
+  // PostgreSQL is fenced by the lease (the same store on SQLite).
+  const { store, controllerStore, postgres } = stores;
+  let artifacts: ArtifactStorage;
+  try {
+    artifacts = await openArtifactStorage(
+      options.artifacts ?? { kind: 'local', root: join(home, 'artifacts') },
+      { clock, scratchDir: join(home, 'artifacts', 'tmp') },
+    );
+  } catch (error) {
+    // A bucket missing or refusing writes: nothing stays open or held.
+    await stores.close();
+    lock?.release();
+    throw error;
+  }
   const detached = options.detached === true;
   // `kiln up` starts a standby worker at once: the first replica start skips the boot too.
   let backend: LocalBackend | KubernetesBackend;
@@ -181,13 +218,15 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     await artifacts.init();
     if (!apiOnly) await backend.init();
   } catch (error) {
-    await store.close();
+    await stores.close();
     lock?.release();
     throw error;
   }
   const registry = new Registry(store, artifacts);
+  const controllerRegistry =
+    controllerStore === store ? registry : new Registry(controllerStore, artifacts);
   const reconciler = new Reconciler({
-    store,
+    store: controllerStore,
     registry,
     backend,
     clock,
@@ -200,10 +239,15 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   let gatewayUrl = '';
   const traffic = new TrafficService(registry, reconciler, clock, trafficOptions);
   const endpoints = new EndpointService(registry, reconciler, () => gatewayUrl, clock, traffic);
+  // The rollout controller's traffic changes go through the controllers' (fenced) store.
+  const controllerTraffic =
+    controllerRegistry === registry
+      ? traffic
+      : new TrafficService(controllerRegistry, reconciler, clock, trafficOptions);
   const rollouts = new RolloutController({
-    store,
-    traffic,
-    observations: traffic,
+    store: controllerStore,
+    traffic: controllerTraffic,
+    observations: controllerTraffic,
     replicas: reconciler,
     golden: httpGoldenRunner(),
     clock,
@@ -232,7 +276,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
         .flatMap((r) => (r.state === 'ready' && r.url !== null ? [{ id: r.id, url: r.url }] : [])),
   });
   const cost = new CostService({
-    store,
+    store: controllerStore,
     clock,
     replicas: reconciler,
     prices: prices.prices,
@@ -244,12 +288,17 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   const observability: ObservabilityServices = {
     metrics,
     cost,
-    quality: new QualityService({ store, clock, metrics }),
+    quality: new QualityService({ store: controllerStore, clock, metrics }),
   };
   // Drift and skew (issue 15 C): the workers' sketches, collected every 5 s (docs/drift.md).
-  observability.drift = startDriftService(store, clock, reconciler, observability.metrics);
+  observability.drift = startDriftService(
+    controllerStore,
+    clock,
+    reconciler,
+    observability.metrics,
+  );
   const autoscale = new AutoscaleController({
-    store,
+    store: controllerStore,
     clock,
     replicas: reconciler,
     workerLoad,
@@ -259,7 +308,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   // SLOs and alerts (issue 15 F): SLIs from the gateways' load reports, evaluated every 10 s.
   // The drift ceiling reads the drift part's latest round (C: `latestDrift`), when present.
   const slo = new SloService({
-    store,
+    store: controllerStore,
     clock,
     metrics: observability.metrics,
     drift: (endpoint) => Promise.resolve(driftReadingsOf(latestDriftOf(observability, endpoint))),
@@ -270,10 +319,10 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   let demoModels: string[] = [];
   let app: FastifyInstance | undefined;
   let gateway: GatewayProcess | undefined;
-  const closeAll = async (): Promise<void> => {
-    // Pods outlive their control plane (a rolling update, a new leader): closing stops none.
-    if (backend.kind === 'kubernetes') backend.retain();
-    try {
+  // Once only: on PostgreSQL a lost lease closes them before the platform does.
+  let controllersClosed: Promise<void> | null = null;
+  const closeControllers = (): Promise<void> =>
+    (controllersClosed ??= (async () => {
       await rollouts.close();
       await autoscale.close();
       await slo.close();
@@ -281,10 +330,53 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       await cost.close();
       await costLoad.close();
       await observability.drift?.close();
+    })());
+  let reconcilerClosed: Promise<void> | null = null;
+  const closeReconciler = (): Promise<void> => (reconcilerClosed ??= reconciler.close());
+  // What adopts the replicas an earlier platform left and starts the controllers: at once on
+  // SQLite, on gaining the lease on PostgreSQL.
+  const startLoops = (): void => {
+    reconciler.start();
+    // Carries on whatever rollout the last control plane on this home left active.
+    rollouts.start();
+    autoscale.start();
+    slo.start();
+    workerLoad.start();
+    cost.start();
+    costLoad.start();
+    observability.drift?.start();
+  };
+  const startControllers = async (): Promise<void> => {
+    await reconciler.adopt(backend.kind === 'local' ? backend.survivors() : []);
+    startLoops();
+  };
+  const leader =
+    postgres === null || apiOnly
+      ? null
+      : leadAmongControlPlanes(postgres, {
+          metrics,
+          reconciler,
+          clock,
+          lease: options.lease ?? {},
+          startControllers,
+          // Its workers go with it: the new leader starts its own. Pods stay: the cluster's
+          // replicas are the new leader's to adopt.
+          stopControllers: async () => {
+            if (backend.kind === 'kubernetes') backend.retain();
+            await closeControllers();
+            await closeReconciler();
+          },
+        });
+  const closeAll = async (): Promise<void> => {
+    // Pods outlive their control plane (a rolling update, a new leader): closing stops none.
+    if (backend.kind === 'kubernetes') backend.retain();
+    try {
+      await leader?.close();
+      await closeControllers();
       await gateway?.stop();
-      await reconciler.close();
+      await closeReconciler();
       await app?.close();
-      await store.close();
+      await stores.close();
       if (!apiOnly) await rm(controlUrlFile, { force: true });
     } finally {
       lock?.release();
@@ -316,6 +408,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
               rollouts,
               autoscale,
               gatewayUrl: () => gatewayUrl,
+              ...(leader === null ? {} : { routing: () => leader.routing() }),
             },
           }),
       observability,
@@ -329,19 +422,13 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       // What an earlier platform left running, before the reconciler's first pass: gateways
       // get no snapshot before that pass (the routing table holds their polls), so the first
       // one they get routes to the adopted replicas. After listening, so a start that fails
-      // to listen leaves them serving.
-      await reconciler.adopt(backend.kind === 'local' ? backend.survivors() : []);
+      // to listen leaves them serving. On PostgreSQL that is once this control plane leads.
+      if (leader === null)
+        await reconciler.adopt(backend.kind === 'local' ? backend.survivors() : []);
       await writeFile(`${controlUrlFile}.tmp`, `${url}\n`);
       await rename(`${controlUrlFile}.tmp`, controlUrlFile);
-      reconciler.start();
-      // Carries on whatever rollout the last control plane on this home left active.
-      rollouts.start();
-      autoscale.start();
-      slo.start();
-      workerLoad.start();
-      cost.start();
-      costLoad.start();
-      observability.drift?.start();
+      if (leader === null) startLoops();
+      else leader.start();
     }
     if (withGateway) {
       gateway = new GatewayProcess({
@@ -367,6 +454,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
       rollouts,
       autoscale,
       observability,
+      leader: leader ?? { leading: () => true, lost: new Promise<void>(() => undefined) },
       demoModels,
       standbyWorkers: () => (backend.kind === 'local' ? backend.standbyWorkers() : []),
       close: closeAll,
@@ -375,4 +463,128 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     await closeAll();
     throw error;
   }
+}
+
+interface PlatformStores {
+  readonly store: Store;
+  readonly controllerStore: Store;
+  /** On PostgreSQL: the URL and the controllers' fenced store. */
+  readonly postgres: { readonly url: string; readonly controllerStore: PgStore } | null;
+  close(): Promise<void>;
+}
+
+/** SQLite in the home (one store for all), or two PostgreSQL stores: the API's and the fenced one. */
+async function openStores(
+  home: string,
+  url: string | undefined,
+  clock: Clock,
+): Promise<PlatformStores> {
+  if (url === undefined) {
+    const store = SqliteStore.open(join(home, 'kiln.db'), { clock });
+    return { store, controllerStore: store, postgres: null, close: () => store.close() };
+  }
+  const store = await PgStore.open(url, { clock });
+  let controllerStore: PgStore;
+  try {
+    controllerStore = await PgStore.open(url, { clock, maxConnections: 4 });
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  return {
+    store,
+    controllerStore,
+    postgres: { url, controllerStore },
+    close: async () => {
+      await controllerStore.close();
+      await store.close();
+    },
+  };
+}
+
+interface Leader {
+  leading(): boolean;
+  readonly lost: Promise<void>;
+  /** The routing gateways get from this control plane: its own while leading, else the leader's. */
+  routing(): RoutingTable;
+  start(): void;
+  close(): Promise<void>;
+}
+
+/**
+ * Issue 17 (docs/scale-out.md): contends for the controllers' lease; while it leads, the
+ * controllers run with their store fenced by the term and every snapshot the reconciler
+ * publishes is copied into the store; otherwise this control plane serves the API and the
+ * snapshot the leader published.
+ */
+/** The longest a new leader keeps the last leader's routing while its own replicas start. */
+const takeoverWaitMs = 60_000;
+
+function leadAmongControlPlanes(
+  postgres: NonNullable<PlatformStores['postgres']>,
+  parts: {
+    readonly metrics: MetricsRegistry;
+    readonly reconciler: Reconciler;
+    readonly clock: Clock;
+    readonly lease: NonNullable<PlatformOptions['lease']>;
+    readonly startControllers: () => Promise<void>;
+    readonly stopControllers: () => Promise<void>;
+  },
+): Leader {
+  const log = (message: string): void => void process.stderr.write(`kiln: ${message}\n`);
+  const leaseDb = new PgDatabase(postgres.url, { max: 2 });
+  const lease = new LeaderLease({ db: leaseDb, ...parts.lease, log });
+  const follower = new RoutingFollower(postgres.controllerStore.db, parts.clock, 250, log);
+  let publisher: RoutingPublisher | null = null;
+  let routing: RoutingTable = follower.routing;
+  parts.reconciler.routing.onPublish((snapshot) => publisher?.publish(snapshot));
+  const leadership = new ControllerLeadership({
+    lease,
+    fence: (fence) => postgres.controllerStore.setFence(fence),
+    log,
+    lead: async (term) => {
+      // Versions continue above the last leader's, so gateways take this leader's snapshots.
+      const published = await readPublishedRouting(postgres.controllerStore.db);
+      parts.reconciler.routing.advancePast(published?.version ?? 0);
+      await parts.startControllers();
+      await parts.reconciler.trigger();
+      // Gateways keep the last leader's routing until this one's replicas serve it too.
+      if (published !== null) {
+        const ready = await untilServing(
+          published.snapshot,
+          parts.reconciler.routing,
+          takeoverWaitMs,
+          () => lease.term() === null,
+        );
+        if (lease.term() === null) return;
+        if (!ready) log('takeover: publishing before every endpoint has a ready replica here');
+      }
+      publisher = new RoutingPublisher(postgres.controllerStore.db, term, parts.clock, log);
+      routing = parts.reconciler.routing;
+      // The first pass publishes only if the routing differs from the table's initial
+      // content; the store gets this term's snapshot either way.
+      publisher.publish(parts.reconciler.routing.current());
+    },
+    stepDown: async () => {
+      publisher = null;
+      routing = follower.routing;
+      await follower.poll();
+      await parts.stopControllers();
+    },
+  });
+  registerLeaderMetrics(parts.metrics, lease, leadership);
+  return {
+    leading: () => leadership.leading(),
+    lost: leadership.lost.then(() => undefined),
+    routing: () => routing,
+    start: () => {
+      follower.start();
+      leadership.start();
+    },
+    close: async () => {
+      await leadership.close();
+      await follower.close();
+      await leaseDb.close();
+    },
+  };
 }

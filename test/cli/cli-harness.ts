@@ -48,6 +48,8 @@ export interface PlatformProcess {
   readonly gatewayUrl: string | undefined;
   /** Everything `kiln up` has written to stdout so far. */
   stdout(): string;
+  /** Everything `kiln up` has written to stderr so far. */
+  stderr(): string;
   /** The `kiln up` process's pid. */
   readonly pid: number;
   /** SIGTERM, then the exit code. */
@@ -125,6 +127,7 @@ export async function startPlatformProcess(
   return {
     ...urls,
     stdout: () => stdout,
+    stderr: () => stderr,
     pid: child.pid ?? 0,
     ended,
     async kill(signal) {

@@ -35,6 +35,7 @@ test('opens in WAL mode with foreign keys and records applied migrations; reopen
     { version: 9, name: 'predictions-and-outcomes' },
     { version: 10, name: 'cost-usage' },
     { version: 11, name: 'slo-alerts' },
+    { version: 12, name: 'leader-lease' },
   ]);
   db.close();
 });

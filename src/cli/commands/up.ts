@@ -6,7 +6,9 @@
 // KILN_HOME_IN_USE, unless --api-only (the registry API alone, beside it: one line,
 // `Kiln API listening on <url>`, and the admin token's). The gateway and workers outlive
 // this process if it is killed outright (the next `kiln up` adopts them, `kiln down` stops
-// them); SIGINT/SIGTERM stop them with it.
+// them); SIGINT/SIGTERM stop them with it. With `--store postgres://…` (or KILN_STORE_URL)
+// several `kiln up` share one database and one of them leads the controllers
+// (docs/scale-out.md); one that loses the lead is started afresh here as a follower.
 
 import { availableParallelism } from 'node:os';
 import { InvalidArgumentError, type Command } from 'commander';
@@ -39,6 +41,7 @@ interface UpOptions {
   readonly backend: string;
   readonly kubeNamespace?: string;
   readonly workerImage?: string;
+  readonly store?: string;
 }
 
 export function registerUpCommand(program: Command): void {
@@ -106,9 +109,14 @@ export function registerUpCommand(program: Command): void {
       '--worker-image <image>',
       'with --backend kubernetes: the worker image (default: $KILN_WORKER_IMAGE)',
     )
+    .option(
+      '--store <url>',
+      'a PostgreSQL URL (postgres://…) shared by several control planes, one leading (default: $KILN_STORE_URL, else SQLite in the home; docs/scale-out.md)',
+    )
     .action(async (options: UpOptions, command: Command) => {
       if (options.backend !== 'local' && options.backend !== 'kubernetes')
         throw usageError(`invalid --backend ${options.backend}: expected local or kubernetes`);
+      const backend: 'local' | 'kubernetes' = options.backend;
       const workerImage = options.workerImage ?? process.env.KILN_WORKER_IMAGE ?? '';
       if (options.backend === 'kubernetes' && workerImage === '')
         throw usageError('--backend kubernetes needs --worker-image IMAGE (or $KILN_WORKER_IMAGE)');
@@ -121,40 +129,47 @@ export function registerUpCommand(program: Command): void {
       }
       const maxUploadBytes = options.maxUploadBytes ?? maxUploadBytesFromEnv();
       const artifacts = artifactsOption(options);
+      const store = storeUrlOf(options.store);
+      const lease = leaseFromEnv();
       const home = homeOf(command);
       let platform: RunningPlatform;
+      let start: (ports: { port: number; gatewayPort: number }) => Promise<RunningPlatform>;
       // Listening from the start: a Ctrl-C while the platform starts (the gateway and workers
       // it starts or adopts outlive an abrupt exit) stops it once started, like any other.
       const signalled = waitForSignal();
       try {
         // Imported here, not at the top, so the other commands never load the server.
         const { startPlatform } = await import('../../control/start-platform.ts');
-        platform = await startPlatform({
-          home,
-          host: options.host,
-          port: options.port,
-          gatewayHost: options.host,
-          gatewayPort: options.gatewayPort,
-          gatewayProcesses: Math.min(64, options.gatewayProcesses),
-          dev: options.dev === true,
-          demo: options.dev === true && options.demo !== false,
-          apiOnly: options.apiOnly === true,
-          // The data plane outlives this process: killed outright, it leaves the gateway and
-          // workers serving, and the next `kiln up` on the home adopts them (`kiln down`
-          // stops them). Ctrl-C / SIGTERM still stop everything.
-          detached: true,
-          ...(maxUploadBytes === undefined ? {} : { maxUploadBytes }),
-          ...(options.inventory === undefined ? {} : { inventory: options.inventory }),
-          ...(options.prices === undefined ? {} : { prices: options.prices }),
-          ...(options.otlp === undefined ? {} : { otlpUrl: options.otlp }),
-          ...(artifacts === undefined ? {} : { artifacts }),
-          backend: options.backend,
-          kubernetes: {
-            ...(options.kubeNamespace === undefined ? {} : { namespace: options.kubeNamespace }),
-            ...(options.workerImage === undefined ? {} : { workerImage: options.workerImage }),
-            log: (message) => process.stderr.write(`kiln: ${message}\n`),
-          },
-        });
+        start = (ports) =>
+          startPlatform({
+            home,
+            host: options.host,
+            port: ports.port,
+            gatewayHost: options.host,
+            gatewayPort: ports.gatewayPort,
+            gatewayProcesses: Math.min(64, options.gatewayProcesses),
+            dev: options.dev === true,
+            demo: options.dev === true && options.demo !== false,
+            apiOnly: options.apiOnly === true,
+            // The data plane outlives this process: killed outright, it leaves the gateway and
+            // workers serving, and the next `kiln up` on the home adopts them (`kiln down`
+            // stops them). Ctrl-C / SIGTERM still stop everything.
+            detached: true,
+            ...(maxUploadBytes === undefined ? {} : { maxUploadBytes }),
+            ...(options.inventory === undefined ? {} : { inventory: options.inventory }),
+            ...(options.prices === undefined ? {} : { prices: options.prices }),
+            ...(options.otlp === undefined ? {} : { otlpUrl: options.otlp }),
+            ...(store === undefined ? {} : { store }),
+            ...(lease === undefined ? {} : { lease }),
+            ...(artifacts === undefined ? {} : { artifacts }),
+            backend,
+            kubernetes: {
+              ...(options.kubeNamespace === undefined ? {} : { namespace: options.kubeNamespace }),
+              ...(options.workerImage === undefined ? {} : { workerImage: options.workerImage }),
+              log: (message) => process.stderr.write(`kiln: ${message}\n`),
+            },
+          });
+        platform = await start({ port: options.port, gatewayPort: options.gatewayPort });
       } catch (error) {
         throw startError(error, options.host, options.port);
       }
@@ -164,7 +179,29 @@ export function registerUpCommand(program: Command): void {
       if (options.dev !== true)
         writeOut(`admin token for the CLI on this machine: ${adminTokenPath(home)}\n`);
       if (options.dev === true && options.apiOnly !== true) writeOut(devExamples(platform, home));
-      await signalled;
+      // PostgreSQL: a control plane that lost the controllers' lease (paused past its lease,
+      // cut off from the database) is started afresh on the same ports, as a follower that
+      // contends again; its controllers stopped the moment the lease was lost.
+      for (;;) {
+        const lost = platform.leader.lost.then(() => 'lost' as const);
+        if ((await Promise.race([signalled.then(() => 'signal' as const), lost])) === 'signal')
+          break;
+        process.stderr.write(
+          'kiln: this control plane lost the controllers lease; restarting it as a follower\n',
+        );
+        await platform.close();
+        try {
+          platform = await start({
+            port: Number(new URL(platform.url).port),
+            gatewayPort:
+              platform.gatewayUrl === ''
+                ? options.gatewayPort
+                : Number(new URL(platform.gatewayUrl).port),
+          });
+        } catch (error) {
+          throw startError(error, options.host, options.port);
+        }
+      }
       await platform.close();
       // The platform's handles are closed; if a stray one lingers, do not hang on it.
       setTimeout(() => process.exit(0), 2000).unref();
@@ -194,6 +231,51 @@ function artifactsOption(options: UpOptions): ArtifactLocator | undefined {
   const name = options.artifacts === undefined ? 'KILN_ARTIFACTS_URL' : '--artifacts';
   if (typeof parsed === 'string') throw usageError(`invalid ${name} ${url}: ${parsed}`);
   return parsed;
+}
+
+/**
+ * The store: `--store`, else KILN_STORE_URL, else undefined (SQLite in the home). Only
+ * PostgreSQL URLs are accepted; anything else is a usage error (exit 2).
+ */
+function storeUrlOf(option: string | undefined): string | undefined {
+  const raw = option ?? process.env.KILN_STORE_URL;
+  if (raw === undefined || (option === undefined && raw.trim() === '')) return undefined;
+  const from = option === undefined ? 'KILN_STORE_URL' : '--store';
+  let protocol: string;
+  try {
+    protocol = new URL(raw).protocol;
+  } catch {
+    throw usageError(
+      `invalid ${from} "${raw}": expected a postgres://user:password@host:port/database URL`,
+    );
+  }
+  if (protocol !== 'postgres:' && protocol !== 'postgresql:')
+    throw usageError(
+      `invalid ${from} "${raw}": only PostgreSQL (postgres://…) is supported; leave it unset for SQLite in the home`,
+    );
+  return raw;
+}
+
+/** KILN_LEADER_LEASE_MS / KILN_LEADER_RENEW_MS: the controllers' lease (docs/scale-out.md). */
+function leaseFromEnv(): { leaseMs?: number; renewMs?: number } | undefined {
+  const read = (name: string): number | undefined => {
+    const raw = process.env[name];
+    if (raw === undefined || raw.trim() === '') return undefined;
+    const value = parseNumber(raw);
+    if (value === undefined || !Number.isSafeInteger(value) || value < 1)
+      throw usageError(`invalid ${name} "${raw}": expected a whole number of milliseconds`);
+    return value;
+  };
+  const leaseMs = read('KILN_LEADER_LEASE_MS');
+  const renewMs = read('KILN_LEADER_RENEW_MS');
+  if (leaseMs === undefined && renewMs === undefined) return undefined;
+  const lease = leaseMs ?? 10_000;
+  const renew = renewMs ?? Math.floor(lease / 4);
+  if (renew * 2 > lease)
+    throw usageError(
+      `invalid lease: KILN_LEADER_RENEW_MS ${renew} must be at most half of ${lease}`,
+    );
+  return { leaseMs: lease, renewMs: renew };
 }
 
 function maxUploadBytesFromEnv(): number | undefined {

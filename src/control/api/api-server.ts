@@ -30,6 +30,7 @@ import { EndpointObservability } from '../observability/endpoint-observability.t
 import { ExperimentService } from '../traffic/experiments.ts';
 import type { EndpointService } from '../endpoints.ts';
 import type { Reconciler } from '../reconciler.ts';
+import type { RoutingTable } from '../routing-table.ts';
 import type { RolloutController } from '../traffic/rollout-controller.ts';
 import type { AutoscaleController } from '../autoscale/autoscale-controller.ts';
 
@@ -51,6 +52,8 @@ export interface ApiServerOptions {
     readonly rollouts?: RolloutController;
     /** Autoscaling (issue 14): its routes are served when given. */
     readonly autoscale?: AutoscaleController;
+    /** Gateways' snapshots (issue 17: a follower's copy of the leader's); default the reconciler's. */
+    readonly routing?: () => RoutingTable;
   };
   /** Issue 15: `GET /metrics` and the observability parts' routes. */
   readonly observability?: ObservabilityServices;
@@ -104,8 +107,8 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     registerQualityRoutes(app, options.registry.store, quality, options.clock);
   if (observability?.drift !== undefined) registerDriftRoutes(app, observability.drift);
   if (options.serving !== undefined) {
-    const { endpoints, reconciler } = options.serving;
-    registerServingRoutes(app, options.registry.store, endpoints, reconciler);
+    const { endpoints, reconciler, routing } = options.serving;
+    registerServingRoutes(app, options.registry.store, endpoints, reconciler, routing);
     registerTrafficRoutes(app, options.registry.store, endpoints.traffic);
     registerPlacementRoutes(app, reconciler);
     registerEndpointObservabilityRoutes(

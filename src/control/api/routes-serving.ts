@@ -8,6 +8,7 @@ import { checkName } from '../../registry/names.ts';
 import type { Store } from '../../store/store.ts';
 import type { DeployRequest, EndpointService } from '../endpoints.ts';
 import type { Reconciler } from '../reconciler.ts';
+import type { RoutingTable } from '../routing-table.ts';
 import { adminAccess, routingAccess, teamAccess } from '../access-policy.ts';
 import type { EndpointRecord } from '../../store/serving-records.ts';
 import { recheckTeams } from './access-control.ts';
@@ -112,6 +113,8 @@ export function registerServingRoutes(
   store: Store,
   endpoints: EndpointService,
   reconciler: Reconciler,
+  /** Where gateways' snapshots come from (issue 17: a follower serves the leader's). */
+  routing: () => RoutingTable = () => reconciler.routing,
 ): void {
   app.get('/api/v1/endpoints', async () => ({ items: await endpoints.list() }));
 
@@ -226,7 +229,7 @@ export function registerServingRoutes(
     async (request, reply) => {
       const controller = new AbortController();
       reply.raw.once('close', () => controller.abort());
-      const snapshot = await reconciler.routing.waitForNewer(
+      const snapshot = await routing().waitForNewer(
         request.query.after ?? 0,
         request.query.waitMs,
         controller.signal,

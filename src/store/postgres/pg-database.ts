@@ -120,8 +120,10 @@ export class PgDatabase {
   private async checkFence(client: PgQueryable): Promise<void> {
     const fence = this.fence;
     if (fence === null) return;
+    // FOR SHARE: the lease row cannot change hands until this transaction ends, so no write
+    // checked under one term commits after the next term began (a takeover waits for it).
     const row = await client.query<{ holder: string; epoch: number }>(
-      'SELECT holder, epoch FROM leases WHERE name = $1',
+      'SELECT holder, epoch FROM leases WHERE name = $1 FOR SHARE',
       [fence.lease],
     );
     const current = row.rows[0];

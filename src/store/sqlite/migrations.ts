@@ -453,4 +453,34 @@ export const sqliteMigrations: readonly Migration[] = [
       CREATE INDEX slo_alert_events_endpoint ON slo_alert_events(endpoint, id);
     `,
   },
+  {
+    version: 12,
+    name: 'leader-lease',
+    // Issue 17: several control planes on one PostgreSQL, one of them leading. `leases` holds
+    // the controllers' lease (src/control/leader/): its holder, the epoch that fences every
+    // write the leader's controllers make (PgDatabase checks it under the write lock) and its
+    // expiry in the DATABASE's clock (epoch ms), never a control plane's own.
+    // `routing_snapshots` is the routing snapshot the leader publishes, stamped with the epoch
+    // it was published under, so every control plane (followers included) serves gateways the
+    // leader's routing. On SQLite both stay empty: one control plane per home leads by holding
+    // the home lock.
+    sql: `
+      CREATE TABLE leases (
+        name           TEXT PRIMARY KEY,
+        holder         TEXT NOT NULL,
+        epoch          INTEGER NOT NULL,
+        expires_at_ms  INTEGER NOT NULL,
+        renewed_at     TEXT NOT NULL
+      );
+
+      CREATE TABLE routing_snapshots (
+        name           TEXT PRIMARY KEY,
+        version        INTEGER NOT NULL,
+        holder         TEXT NOT NULL,
+        epoch          INTEGER NOT NULL,
+        snapshot_json  TEXT NOT NULL,
+        published_at   TEXT NOT NULL
+      );
+    `,
+  },
 ];
