@@ -288,7 +288,7 @@ export async function run(args: readonly string[]): Promise<void> {
       const lease = process.env.KILN_LEADER_LEASE_MS ?? 'default';
       for (let i = 0; i < 2; i += 1) {
         const { ms, epoch } = await failover(url);
-        failRows.push([`kill -9 of leader ${i + 1} (lease ${lease})`, ms, epoch]);
+        failRows.push([`kill -9 of leader ${i + 1} (lease ${lease})`, ms, String(epoch)]);
       }
       await stopAll();
     }
@@ -316,8 +316,8 @@ export async function run(args: readonly string[]): Promise<void> {
 function registrationRow(label: string, r: RegistrationRun): (string | number)[] {
   return [
     label,
-    r.total,
-    r.failed,
+    String(r.total),
+    String(r.failed),
     r.total / r.seconds,
     percentile(r.latenciesMs, 50),
     percentile(r.latenciesMs, 95),
