@@ -19,6 +19,11 @@ import { openArtifactStorage } from '../registry/open-artifact-storage.ts';
 import type { Store } from '../store/store.ts';
 import { PgStore } from '../store/postgres/pg-store.ts';
 import { PgDatabase } from '../store/postgres/pg-database.ts';
+import {
+  PgListener,
+  routingPublishedChannel,
+  storeChangedChannel,
+} from '../store/postgres/pg-listener.ts';
 import { LeaderLease } from './leader/leader-lease.ts';
 import { ControllerLeadership, registerLeaderMetrics } from './leader/controller-leadership.ts';
 import {
@@ -483,7 +488,9 @@ async function openStores(
     const store = SqliteStore.open(join(home, 'kiln.db'), { clock });
     return { store, controllerStore: store, postgres: null, close: () => store.close() };
   }
-  const store = await PgStore.open(url, { clock });
+  // API writes notify the leader's reconciler (pg-listener.ts); the controllers' do not (the
+  // leader's own passes would wake themselves).
+  const store = await PgStore.open(url, { clock, notifyChannel: storeChangedChannel });
   let controllerStore: PgStore;
   try {
     controllerStore = await PgStore.open(url, { clock, maxConnections: 4 });
@@ -573,15 +580,31 @@ function leadAmongControlPlanes(
     },
   });
   registerLeaderMetrics(parts.metrics, lease, leadership);
+  // At once rather than at the next period: the leader reconciles a change made through any
+  // control plane's API, and followers read a snapshot as soon as it is stored.
+  const listener = new PgListener(
+    postgres.url,
+    {
+      [storeChangedChannel]: () => {
+        if (leadership.leading()) void parts.reconciler.trigger();
+      },
+      [routingPublishedChannel]: () => {
+        if (!leadership.leading()) void follower.poll();
+      },
+    },
+    log,
+  );
   return {
     leading: () => leadership.leading(),
     lost: leadership.lost.then(() => undefined),
     routing: () => routing,
     start: () => {
       follower.start();
+      listener.start();
       leadership.start();
     },
     close: async () => {
+      await listener.close();
       await leadership.close();
       await follower.close();
       await leaseDb.close();

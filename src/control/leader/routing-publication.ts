@@ -8,6 +8,7 @@
 // A follower serves exactly what was published (version included), and while no leader
 // publishes it keeps serving the last one — as the gateways keep theirs.
 
+import { routingPublishedChannel } from '../../store/postgres/pg-listener.ts';
 import type { RoutingSnapshot } from '../../gateway/routing-snapshot.ts';
 import { isoAt, type Clock } from '../../core/clock.ts';
 import type { PgDatabase, PgQueryable } from '../../store/postgres/pg-database.ts';
@@ -81,8 +82,8 @@ export class RoutingPublisher {
   }
 
   private async write(snapshot: RoutingSnapshot): Promise<void> {
-    await this.db.write((c) =>
-      c.query(
+    await this.db.write(async (c) => {
+      await c.query(
         `INSERT INTO routing_snapshots (name, version, holder, epoch, snapshot_json, published_at)
          VALUES ($1, $2, $3, $4, $5, $6)
          ON CONFLICT (name) DO UPDATE SET version = EXCLUDED.version, holder = EXCLUDED.holder,
@@ -96,8 +97,13 @@ export class RoutingPublisher {
           JSON.stringify(snapshot),
           isoAt(this.clock),
         ],
-      ),
-    );
+      );
+      // Followers read it now, not at their next poll (pg-listener.ts).
+      await c.query('SELECT pg_notify($1, $2)', [
+        routingPublishedChannel,
+        String(snapshot.version),
+      ]);
+    });
   }
 }
 

@@ -42,11 +42,23 @@ const retryable = new Set(['40001', '40P01']);
 export class PgDatabase {
   readonly pool: pg.Pool;
   private fence: PgFence | null = null;
+  /** Notified (pg_notify) by every write transaction as it commits; null: none. */
+  private readonly notifyChannel: string | null;
 
   constructor(
     url: string,
-    options: { readonly max?: number; readonly connectionTimeoutMillis?: number } = {},
+    options: {
+      readonly max?: number;
+      readonly connectionTimeoutMillis?: number;
+      /**
+       * A channel every committed write notifies (PostgreSQL NOTIFY, delivered at commit):
+       * the API's store notifies the leader's reconciler of a change made on any control
+       * plane (pg-listener.ts), instead of it finding the change at its next periodic pass.
+       */
+      readonly notifyChannel?: string;
+    } = {},
   ) {
+    this.notifyChannel = options.notifyChannel ?? null;
     this.pool = new pg.Pool({
       connectionString: url,
       max: options.max ?? 8,
@@ -92,6 +104,8 @@ export class PgDatabase {
         await client.query('SELECT pg_advisory_xact_lock($1)', [writeLockKey]);
         await this.checkFence(client);
         const result = await work(client);
+        if (this.notifyChannel !== null)
+          await client.query("SELECT pg_notify($1, '')", [this.notifyChannel]);
         await client.query('COMMIT');
         return result;
       } catch (error) {

@@ -23,6 +23,8 @@ export interface PgStoreOptions {
   readonly migrations?: readonly Migration[];
   /** Most connections this store opens (default 8). */
   readonly maxConnections?: number;
+  /** A channel every committed write notifies (PgDatabase's notifyChannel). */
+  readonly notifyChannel?: string;
 }
 
 export class PgStore implements Store {
@@ -52,7 +54,10 @@ export class PgStore implements Store {
   /** Connects and migrates; KILN_STORE_UNAVAILABLE when the server cannot be reached or used. */
   static async open(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
     const clock = options.clock ?? systemClock;
-    const db = new PgDatabase(url, { max: options.maxConnections ?? 8 });
+    const db = new PgDatabase(url, {
+      max: options.maxConnections ?? 8,
+      ...(options.notifyChannel === undefined ? {} : { notifyChannel: options.notifyChannel }),
+    });
     try {
       await migrate(db, options.migrations ?? postgresMigrations, clock);
     } catch (error) {
