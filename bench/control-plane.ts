@@ -218,7 +218,7 @@ async function failover(storeUrl: string): Promise<{ ms: number; epoch: number }
 function row(label: string, sorted: readonly number[]): (string | number)[] {
   return [
     label,
-    sorted.length,
+    String(sorted.length),
     percentile(sorted, 50),
     percentile(sorted, 95),
     percentile(sorted, 99),
