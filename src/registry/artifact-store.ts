@@ -18,7 +18,6 @@ import { kilnError, KilnError } from '../core/errors.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import type { ManifestFile } from './manifest.ts';
 import type { ArtifactFile } from './formats/artifact-file.ts';
-import { safeJoin } from './artifact-paths.ts';
 import type {
   ArtifactLocator,
   ArtifactStorage,
@@ -28,6 +27,7 @@ import type {
   IngestResult,
 } from './artifact-storage.ts';
 import { HashingCounter } from './hashing-counter.ts';
+import { materializeStaged } from './staged-folder.ts';
 
 const digestPattern = /^[0-9a-f]{64}$/;
 
@@ -211,39 +211,29 @@ export class ArtifactStore implements ArtifactStorage {
    * file verified.
    */
   async materialize(files: readonly ManifestFile[], destDir: string): Promise<void> {
-    const staging = `${destDir}.${randomBytes(6).toString('hex')}.part`;
-    try {
-      for (const file of files) {
-        const target = safeJoin(staging, file.path);
-        await mkdir(dirname(target), { recursive: true });
-        if (await this.copySmall(file, target)) continue;
-        const hash = new HashingCounter(Number.MAX_SAFE_INTEGER);
-        try {
-          await pipeline(
-            createReadStream(this.blobPath(file.sha256)),
-            hash,
-            createWriteStream(target, { flags: 'wx' }),
-          );
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw await this.missing(file);
-          throw error;
-        }
-        const actual = hash.hash.digest('hex');
-        if (actual !== file.sha256) {
-          await this.quarantine(file.sha256);
-          throw kilnError('KILN_ARTIFACT_CORRUPT', {
-            path: file.path,
-            expected: file.sha256,
-            actual,
-          });
-        }
+    await materializeStaged(files, destDir, async (file, target) => {
+      if (await this.copySmall(file, target)) return;
+      const hash = new HashingCounter(Number.MAX_SAFE_INTEGER);
+      try {
+        await pipeline(
+          createReadStream(this.blobPath(file.sha256)),
+          hash,
+          createWriteStream(target, { flags: 'wx' }),
+        );
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw await this.missing(file);
+        throw error;
       }
-      await mkdir(dirname(destDir), { recursive: true });
-      await rename(staging, destDir);
-    } catch (error) {
-      await rm(staging, { recursive: true, force: true });
-      throw error;
-    }
+      const actual = hash.hash.digest('hex');
+      if (actual !== file.sha256) {
+        await this.quarantine(file.sha256);
+        throw kilnError('KILN_ARTIFACT_CORRUPT', {
+          path: file.path,
+          expected: file.sha256,
+          actual,
+        });
+      }
+    });
   }
 
   /**

@@ -32,14 +32,13 @@ import {
 } from '@aws-sdk/client-s3';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { kilnError, KilnError } from '../core/errors.ts';
-import { safeJoin } from './artifact-paths.ts';
 import type {
   ArtifactLocator,
   ArtifactStorage,
@@ -51,6 +50,7 @@ import type {
 import { isSha256 } from './artifact-store.ts';
 import type { ArtifactFile } from './formats/artifact-file.ts';
 import { HashingCounter } from './hashing-counter.ts';
+import { materializeStaged } from './staged-folder.ts';
 import type { ManifestFile } from './manifest.ts';
 
 export type S3ArtifactLocator = Extract<ArtifactLocator, { kind: 's3' }>;
@@ -293,19 +293,9 @@ export class S3ArtifactStore implements ArtifactStorage {
   }
 
   async materialize(files: readonly ManifestFile[], destDir: string): Promise<void> {
-    const staging = `${destDir}.${randomBytes(6).toString('hex')}.part`;
-    try {
-      for (const file of files) {
-        const target = safeJoin(staging, file.path);
-        await mkdir(dirname(target), { recursive: true });
-        await this.readVerified(file, new HashingCounter(Number.MAX_SAFE_INTEGER), target);
-      }
-      await mkdir(dirname(destDir), { recursive: true });
-      await rename(staging, destDir);
-    } catch (error) {
-      await rm(staging, { recursive: true, force: true });
-      throw error;
-    }
+    await materializeStaged(files, destDir, (file, target) =>
+      this.readVerified(file, new HashingCounter(Number.MAX_SAFE_INTEGER), target),
+    );
   }
 
   /**
