@@ -267,6 +267,12 @@ void test(
           .includes('lost the controllers lease; restarting it as a follower'),
       'the paused plane to notice',
     );
+    // The old server answers (as a follower already) until it is closed for the restart: wait
+    // for the restarted one, or a request can land on a connection the close resets.
+    await until(
+      () => paused!.process.stderr().includes('kiln: restarted as a follower; API on'),
+      'the paused plane to restart',
+    );
     await until(
       async () => (await leaderGauge(paused!)) === 0,
       'the paused plane to serve again, as a follower',

@@ -201,6 +201,7 @@ export function registerUpCommand(program: Command): void {
         } catch (error) {
           throw startError(error, options.host, options.port);
         }
+        process.stderr.write(`kiln: restarted as a follower; API on ${platform.url}\n`);
       }
       await platform.close();
       // The platform's handles are closed; if a stray one lingers, do not hang on it.
