@@ -6,14 +6,16 @@
 //   cnn   fixtures/bench/cnn-bench.onnx (3×64×64 → 10, made by
 //         fixtures/bench/make_bench_models.py): compute-bound, ≥ 2 ms an image on one thread
 //
-// Each model is registered once and deployed three times, one replica each (one intra-op
+// Each model is registered once and deployed four times, one replica each (one intra-op
 // thread, the worker's default): `<model>-on` with batching {maxBatchSize 32, maxDelayMicros
-// 0, maxQueue 1024} — the adaptive batcher, the default (it gathers only where its measured
-// per-row costs say it pays) —, `<model>-fixed` with the same bounds and `adaptive: false`
-// (the fixed rule: always join what queued), and `<model>-off` with `batching: null`. Load:
+// 0, maxQueue 1024} — the adaptive batcher, the default (it gathers only where its per-row
+// costs, measured in both modes back to back, say it pays) —, `<model>-fixed` with the same
+// bounds and `adaptive: false` (the fixed rule: always join what queued), and `<model>-off`
+// and `<model>-off2` with `batching: null` (two identical workers: their ratio is the A/A
+// noise floor of comparing workers on this machine, printed beside the goal). Load:
 // single-row bodies through the gateway, closed loop at 1, 4, 16 and 64 connections,
 // `--seconds` (default 3) per point, `--rounds` (default 2) rounds whose order alternates
-// (on, off, fixed; then fixed, off, on) so drift on a shared machine falls on all three; a
+// (on, off, fixed, off2; then the reverse) so drift on a shared machine falls on all four; a
 // point's figures are the rounds' means. wrk when installed, else the JavaScript client
 // (bench/_load.ts). After each model, the adaptive workers' choice (kiln_worker_batch_gathering)
 // and their measured per-row costs are printed.
@@ -47,7 +49,9 @@ const concurrencyLevels = [1, 4, 16, 64] as const;
 const ceilingBatchSizes = [1, 4, 16, 32] as const;
 const batchingOn = { maxBatchSize: 32, maxDelayMicros: 0, maxQueue: 1024 } as const;
 const batchingFixed = { ...batchingOn, adaptive: false } as const;
-const variants = ['on', 'off', 'fixed'] as const;
+// `off2` is a second, identical batching-off endpoint (its own worker): off2/off is an A/A
+// ratio, the noise floor of comparing two workers on this machine.
+const variants = ['on', 'off', 'fixed', 'off2'] as const;
 type Variant = (typeof variants)[number];
 const sloMs = 50;
 
@@ -230,13 +234,13 @@ async function adaptiveState(apiUrl: string, endpoint: string): Promise<string[]
     const costs = text
       .split('\n')
       .filter((l) => l.startsWith('kiln_worker_batch_row_cost_seconds{'))
-      .map((l) => `${/rows="(\d+)"/.exec(l)?.[1] ?? '?'}: ${(Number(value(l)) * 1e6).toFixed(1)}`);
+      .map((l) => `${/mode="(\w+)"/.exec(l)?.[1] ?? '?'} ${(Number(value(l)) * 1e6).toFixed(1)}`);
     const probes = text
       .split('\n')
       .filter((l) => l.startsWith('kiln_worker_batch_probes_total{'))
       .map((l) => `${/mode="(\w+)"/.exec(l)?.[1] ?? '?'} ${value(l)}`);
     lines.push(
-      `gathering ${gathering === undefined ? '?' : value(gathering)}; µs per row by batch rows (≤): ${costs.join(', ')}; probes: ${probes.join(', ') || 'none'}`,
+      `gathering ${gathering === undefined ? '?' : value(gathering)}; µs per row in the last stretch of each mode (measured back to back): ${costs.join(', ')}; probes: ${probes.join(', ') || 'none'}`,
     );
   }
   return lines;
@@ -284,12 +288,15 @@ export async function run(args: readonly string[]): Promise<void> {
       await deployEndpoint(platform.url, platform.gatewayUrl, `${model.name}-fixed`, model.name, {
         batching: batchingFixed,
       });
+      await deployEndpoint(platform.url, platform.gatewayUrl, `${model.name}-off2`, model.name, {
+        batching: null,
+      });
     }
     console.log(
       `\nthrough the gateway: one row per request, closed loop, ${seconds} s per point, ${rounds} round(s) in alternating order, ${useWrk ? 'wrk (one thread)' : 'the JavaScript client (wrk is not installed)'}`,
     );
     console.log(
-      `batching on (adaptive): ${JSON.stringify(batchingOn)}; fixed: ${JSON.stringify(batchingFixed)}; off: null`,
+      `batching on (adaptive): ${JSON.stringify(batchingOn)}; fixed: ${JSON.stringify(batchingFixed)}; off and off2: null (off2/off, two identical workers: the A/A noise floor)`,
     );
     for (const model of models) {
       const body = JSON.stringify({
@@ -307,7 +314,7 @@ export async function run(args: readonly string[]): Promise<void> {
         await measure(platform.gatewayUrl, `${model.name}-${variant}`, body, 4, 1, useWrk);
       const points: LevelPoint[] = [];
       for (const connections of concurrencyLevels) {
-        const measured: Record<Variant, LoadPoint[]> = { on: [], off: [], fixed: [] };
+        const measured: Record<Variant, LoadPoint[]> = { on: [], off: [], fixed: [], off2: [] };
         for (let round = 0; round < rounds; round++) {
           const order = round % 2 === 0 ? variants : [...variants].reverse();
           for (const variant of order) {
@@ -328,6 +335,7 @@ export async function run(args: readonly string[]): Promise<void> {
           on: meanPoint(measured.on),
           off: meanPoint(measured.off),
           fixed: meanPoint(measured.fixed),
+          off2: meanPoint(measured.off2),
         });
       }
       const ceiling = ceilings.get(model.name) ?? [];
@@ -346,6 +354,7 @@ export async function run(args: readonly string[]): Promise<void> {
             'off p99',
             'on/off',
             'fixed/off',
+            'A/A off2/off',
             'on/ceiling',
             'errors',
           ],
@@ -359,8 +368,9 @@ export async function run(args: readonly string[]): Promise<void> {
             p.off.p99Ms,
             p.on.rps / p.off.rps,
             p.fixed.rps / p.off.rps,
+            p.off2.rps / p.off.rps,
             p.on.rps / best,
-            p.on.errors + p.off.errors + p.fixed.errors,
+            p.on.errors + p.off.errors + p.fixed.errors + p.off2.errors,
           ]),
         ),
       );
@@ -422,6 +432,13 @@ export async function run(args: readonly string[]): Promise<void> {
     }, null);
   console.log(
     `never slower: worst on/off ${worstAt?.ratio.toFixed(3) ?? 'none'} at ${worstAt?.label ?? 'none'}`,
+  );
+  // The same comparison between two identical workers: how far apart two workers read here
+  // with nothing different between them. A goal finer than this floor is not resolved.
+  const aa = results.flatMap((r) => r.points.map((p) => p.off2.rps / p.off.rps));
+  const aaSpread = Math.max(...aa.map((ratio) => Math.abs(1 - ratio)));
+  console.log(
+    `A/A noise floor: off2/off from ${Math.min(...aa).toFixed(3)} to ${Math.max(...aa).toFixed(3)} (worst ${(aaSpread * 100).toFixed(1)} % apart, two identical workers)`,
   );
   // Retired as a goal (issue 16, item 5): printed as a figure.
   console.log(

@@ -21,8 +21,8 @@ export class WorkerMetrics {
   readonly expired: Counter<Series>;
   /** The adaptive batcher's choice, and the costs it read (adaptive-gathering.ts). */
   readonly gathering: Gauge<Series>;
-  readonly rowCost: Gauge<Series | 'rows'>;
-  readonly gatherWait: Gauge<Series | 'rows'>;
+  readonly rowCost: Gauge<Series | 'mode'>;
+  readonly gatherWait: Gauge<Series | 'mode'>;
   readonly probes: Counter<Series | 'mode'>;
 
   constructor(labels: { replica: string }) {
@@ -107,14 +107,14 @@ export class WorkerMetrics {
     });
     this.rowCost = new Gauge({
       name: 'kiln_worker_batch_row_cost_seconds',
-      help: 'Measured execution cost per row in CPU seconds (moving average), by batch size bucket (rows: its largest size)',
-      labelNames: ['endpoint', 'version', 'rows'],
+      help: 'What a row cost in the last measured stretch of each mode (gather or alone), CPU seconds: the adaptive batcher compares the two, measured back to back',
+      labelNames: ['endpoint', 'version', 'mode'],
       registers: [this.registry],
     });
     this.gatherWait = new Gauge({
       name: 'kiln_worker_batch_gather_wait_seconds',
-      help: 'Wait gathering added per row while the model was free (moving average), by batch size bucket',
-      labelNames: ['endpoint', 'version', 'rows'],
+      help: 'Wait gathering added per row while the model was free, in the last measured stretch of each mode',
+      labelNames: ['endpoint', 'version', 'mode'],
       registers: [this.registry],
     });
     this.probes = new Counter({
@@ -136,10 +136,11 @@ export class WorkerMetrics {
     const executions = this.executions.labels(labels);
     const batchSize = this.batchSize.labels(labels);
     const gathering = this.gathering.labels(labels);
-    const byBucket = new Map<
-      number,
-      { cost: { set(v: number): void }; wait: { set(v: number): void } }
-    >();
+    const byMode = (mode: 'gather' | 'alone') => ({
+      cost: this.rowCost.labels({ ...labels, mode }),
+      wait: this.gatherWait.labels({ ...labels, mode }),
+    });
+    const modes = { gather: byMode('gather'), alone: byMode('alone') };
     return {
       onQueueDepth: (queued) => depth.set(queued),
       onExecution: (rows) => {
@@ -147,14 +148,8 @@ export class WorkerMetrics {
         batchSize.observe(rows);
       },
       onGathering: (on) => gathering.set(on ? 1 : 0),
-      // Children bound per bucket on first use: no label hashing per batch.
-      onRowCost: (bucketRows, executeMicrosPerRow, waitMicrosPerRow) => {
-        let children = byBucket.get(bucketRows);
-        if (children === undefined) {
-          const series = { ...labels, rows: String(bucketRows) };
-          children = { cost: this.rowCost.labels(series), wait: this.gatherWait.labels(series) };
-          byBucket.set(bucketRows, children);
-        }
+      onModeCost: (gather, executeMicrosPerRow, waitMicrosPerRow) => {
+        const children = gather ? modes.gather : modes.alone;
         children.cost.set(executeMicrosPerRow / 1e6);
         children.wait.set(waitMicrosPerRow / 1e6);
       },

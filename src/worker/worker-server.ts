@@ -296,13 +296,27 @@ export function createWorkerServer(
       };
       let outcome: InferOutcome;
       const batcher = state.batcher;
-      if (batcher === null) {
+      const rows = decoded.request.inputs[0]?.shape[0] ?? 1;
+      // With a batcher whose model is free, nothing waiting and no gathering, the request
+      // runs here too: the batch it would form is itself (runNow).
+      const release = batcher?.runNow(rows) ?? null;
+      if (batcher === null || release !== null) {
         // No queue here, but reading the body took time: a request already late is not run.
-        if (deadlineMicros !== null && clock.nowMicros() >= deadlineMicros) return expired();
+        if (deadlineMicros !== null && clock.nowMicros() >= deadlineMicros) {
+          release?.('skipped');
+          return expired();
+        }
+        if (release !== null) queueWait.observe(0);
         executions.inc();
-        batchSize.observe(decoded.request.inputs[0]?.shape[0] ?? 1);
-        const running = trace?.runtime(runtime.name, decoded.request.inputs[0]?.shape[0] ?? 1);
-        outcome = await runtime.infer(controls.request);
+        batchSize.observe(rows);
+        const running = trace?.runtime(runtime.name, rows);
+        let ran: 'ran' | 'failed' = 'failed';
+        try {
+          outcome = await runtime.infer(controls.request);
+          ran = 'ran';
+        } finally {
+          release?.(ran);
+        }
         running?.end();
       } else {
         const shape = batchShape(controls.request);

@@ -22,8 +22,9 @@
 //
 // Adaptive (options.adaptive, adaptive-gathering.ts): while it says not to gather, a queue is
 // ready as soon as it holds a request (no delay) and a batch takes one request; while it
-// gathers, the config's rule above applies. Every completed batch reports its rows, its
-// execution cost and the wait gathering added to it, which is what that decision reads.
+// gathers, the config's rule above applies. Every completed batch reports its rows, its own
+// time and the wait gathering added to it; the CPU clock is read when the adaptive batcher
+// asks (at the ends of its measured stretches).
 
 import type { AdaptiveGathering } from './adaptive-gathering.ts';
 import { cutRows, isReady, readyAtMicros } from './batch-policy.ts';
@@ -38,16 +39,12 @@ export interface BatcherClock {
   nowMicros(): number;
   /**
    * CPU time this process has used, µs (user + system). Given, the adaptive batcher measures
-   * a batch's cost in CPU time from the previous completion to its own — what the requests
-   * took of the machine, however busy it is (a wall-clock figure also counts the time the
-   * process waited for a core) — on a sample, as reading it is a system call (measure()).
-   * Absent (tests' fake clocks): the batch's own wall time.
+   * a stretch of batches in CPU time — what the requests took of the machine, however busy it
+   * is (a wall-clock figure also counts the time the process waited for a core). Absent
+   * (tests' fake clocks): the batches' own times.
    */
   cpuMicros?(): number;
 }
-
-/** With a CPU clock, one completion pair in this many is measured (and every one of a probe). */
-const cpuSampleEvery = 8;
 
 export interface TimerHandle {
   cancel(): void;
@@ -173,10 +170,8 @@ export class DynamicBatcher<T, R> {
   private pumping = false;
   private pumpAgain = false;
   private timer: { readonly atMicros: number; readonly handle: TimerHandle } | null = null;
-  /** Batches completed, for sampling their costs on the CPU clock. */
-  private completions = 0;
-  /** The CPU clock at the last completion, when read (NaN: not read). */
-  private cpuMark = Number.NaN;
+  /** The CPU clock, for the adaptive batcher's stretches (null: none). */
+  private readonly cpuMicros: (() => number) | null;
   /** When the model last became free (the end of the last batch), µs. */
   private idleSinceMicros = Number.NEGATIVE_INFINITY;
   /** The config without its delay: what readiness follows while not gathering. */
@@ -197,6 +192,8 @@ export class DynamicBatcher<T, R> {
 
   constructor(private readonly options: DynamicBatcherOptions<T, R>) {
     this.noWait = { ...options.config, maxDelayMicros: 0 };
+    const clock = options.clock;
+    this.cpuMicros = clock.cpuMicros === undefined ? null : () => clock.cpuMicros!();
   }
 
   /** The rule readiness follows now: the config's, or no waiting while not gathering. */
@@ -269,6 +266,44 @@ export class DynamicBatcher<T, R> {
       scheduler.soon(this.deferredPump);
     }
     return { ok: true, done };
+  }
+
+  /**
+   * Lets the caller run one request of `rows` rows itself, at once, outside the queue — when
+   * the batch it would form is that request alone anyway: the model is free, nothing waits,
+   * and the adaptive batcher is not gathering. The batcher is then busy (requests that arrive
+   * queue) until the returned `release` is called, exactly once, with what happened: 'ran'
+   * (measured like a batch), 'failed' (the run threw) or 'skipped' (never run). null: enqueue
+   * the request instead. It skips the queue's bookkeeping (entry, promise, shape key,
+   * executor) that a batch of one does not need. While gathering, even a lone request at an
+   * idle model queues: the frames of one read are enqueued in one turn and join (the
+   * deferred pump), where running the first at once would split them into two executions.
+   */
+  runNow(rows: number): ((what: 'ran' | 'failed' | 'skipped') => void) | null {
+    const adaptive = this.options.adaptive;
+    if (this.running || this.queued > 0 || this.pumpSoon) return null;
+    if (adaptive === undefined || adaptive.gathering) return null;
+    const clock = this.options.clock;
+    const started = clock.nowMicros();
+    adaptive.tick(started);
+    this.running = true;
+    this.options.hooks?.onBatch?.(1, rows);
+    let released = false;
+    return (what) => {
+      if (released) return;
+      released = true;
+      const ended = clock.nowMicros();
+      if (what === 'ran')
+        adaptive.completed(
+          { rows, executeMicros: ended - started, waitMicros: 0 },
+          ended,
+          this.cpuMicros,
+        );
+      else if (what === 'failed') adaptive.failed(ended);
+      this.running = false;
+      this.idleSinceMicros = ended;
+      this.pump();
+    };
   }
 
   /** From now on every queued request is ready at once (a stopping worker runs them all). */
@@ -387,12 +422,14 @@ export class DynamicBatcher<T, R> {
           if (results.length !== batch.length) {
             const error = new Error(`executor gave ${results.length} results for ${batch.length}`);
             adaptive?.failed(run.endedMicros);
-            this.cpuMark = Number.NaN;
             for (const entry of batch) this.fail(entry, error, now);
             return;
           }
-          if (adaptive !== undefined)
-            adaptive.completed(rows, this.measure(adaptive, run, now, waitMicros), run.endedMicros);
+          adaptive?.completed(
+            { rows, executeMicros: run.endedMicros - now, waitMicros },
+            run.endedMicros,
+            this.cpuMicros,
+          );
           batch.forEach((entry, i) =>
             this.settle(entry, {
               kind: 'done',
@@ -404,7 +441,6 @@ export class DynamicBatcher<T, R> {
         },
         (error: unknown) => {
           adaptive?.failed(this.options.clock.nowMicros());
-          this.cpuMark = Number.NaN;
           for (const entry of batch) this.fail(entry, error, now);
         },
       )
@@ -414,32 +450,6 @@ export class DynamicBatcher<T, R> {
         this.pump();
       })
       .catch(() => undefined); // settle and pump never throw; keep the chain unhandled-free
-  }
-
-  /**
-   * What a completed batch cost. With a CPU clock: the worker's CPU from the previous
-   * completion to this one — the model run and everything else the process did for the
-   * requests meanwhile (reading, decoding, encoding, writing), so every request's whole cost
-   * is counted in some batch, whichever mode ran; read on one completion pair in
-   * cpuSampleEvery, and on every one while probing (it is a system call). Without one (fake
-   * clocks): the batch's own time on the batcher's clock, every batch.
-   */
-  private measure(
-    adaptive: AdaptiveGathering,
-    run: BatchRun,
-    dispatchedMicros: number,
-    waitMicros: number,
-  ): { executeMicros: number; waitMicros: number } | null {
-    const clock = this.options.clock;
-    if (clock.cpuMicros === undefined)
-      return { executeMicros: run.endedMicros - dispatchedMicros, waitMicros };
-    this.completions += 1;
-    const markWanted = adaptive.probing || this.completions % cpuSampleEvery === 0;
-    const hadMark = !Number.isNaN(this.cpuMark);
-    const cpuNow = hadMark || markWanted ? clock.cpuMicros() : Number.NaN;
-    const sample = hadMark ? { executeMicros: cpuNow - this.cpuMark, waitMicros } : null;
-    this.cpuMark = markWanted ? cpuNow : Number.NaN;
-    return sample;
   }
 
   private fail(entry: Entry<T, R>, error: unknown, dispatchedMicros: number): void {

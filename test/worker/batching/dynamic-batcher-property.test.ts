@@ -58,10 +58,11 @@ async function run(seed: number): Promise<void> {
     seed % 2 === 1
       ? new AdaptiveGathering({
           probeIntervalMicros: 20_000,
-          probeBatches: 2,
-          minSamples: 1,
+          firstProbeMicros: 5_000,
+          stretchBatches: 2,
+          stretchMicros: 0,
+          maxGapMicros: 20_000,
           weight: 0.5,
-          staleMicros: 100_000,
           gain: 0.1,
           keepGain: 0.05,
         })
