@@ -7,6 +7,8 @@
 // ceil(signal / target) averaged over a stable window, or over a short panic window while
 // demand is at least `panicThreshold` × current capacity; in panic it never scales down.
 
+import type { LatencyObjective } from './slo-sizing.ts';
+
 /** What an endpoint scales on. Each is a per-replica quantity compared with `target`. */
 export type ScaleSignal =
   /** Requests in flight at the gateways (time-averaged over the window), per replica. */
@@ -20,7 +22,13 @@ export type ScaleSignal =
   /** Accelerator utilization 0..1 as the worker reports it (null where it has none). */
   | 'accelerator'
   /** A worker-reported custom metric, by name (e.g. `tokens_per_second`), per replica. */
-  | 'custom';
+  | 'custom'
+  /**
+   * A latency objective (`slo`): the fewest replicas that keep `slo.objective` of requests
+   * within `slo.latencyMs`, by a queueing model over the measured arrival rate and service
+   * time (slo-sizing.ts); no per-replica target.
+   */
+  | 'slo';
 
 export const scaleSignals: readonly ScaleSignal[] = [
   'concurrency',
@@ -29,6 +37,7 @@ export const scaleSignals: readonly ScaleSignal[] = [
   'cpu',
   'accelerator',
   'custom',
+  'slo',
 ];
 
 export interface ScaleToZeroPolicy {
@@ -66,8 +75,13 @@ export interface AutoscalePolicy {
   readonly signal: ScaleSignal;
   /** Name of the worker metric when `signal` is 'custom' (else absent). */
   readonly customMetric?: string;
-  /** Target value of the signal per replica, > 0 (utilizations: in (0, 1]). */
+  /**
+   * Target value of the signal per replica, > 0 (utilizations: in (0, 1]). Signal `slo` has
+   * none (1, unused): the objective sizes the count.
+   */
   readonly target: number;
+  /** With signal `slo` (and only then): the latency objective the count is sized to. */
+  readonly slo?: LatencyObjective;
   /** Default 60 000. */
   readonly stableWindowMs: number;
   /** Default 6 000; < stableWindowMs. */
@@ -94,8 +108,11 @@ export interface AutoscalePolicy {
 }
 
 /** What a user may leave out (filled with the defaults above by `resolveAutoscalePolicy`). */
-export type AutoscalePolicyInput = Partial<Omit<AutoscalePolicy, 'scaleToZero' | 'predictive'>> & {
+export type AutoscalePolicyInput = Partial<
+  Omit<AutoscalePolicy, 'scaleToZero' | 'predictive' | 'slo'>
+> & {
   readonly minReplicas: number;
+  readonly slo?: Partial<LatencyObjective>;
   readonly maxReplicas: number;
   readonly signal?: ScaleSignal;
   readonly scaleToZero?: Partial<ScaleToZeroPolicy>;
@@ -109,6 +126,7 @@ export const defaultTargets: Readonly<Record<ScaleSignal, number>> = {
   cpu: 0.7,
   accelerator: 0.7,
   custom: 1,
+  slo: 1,
 };
 
 export type AutoscalePolicyCheck =
@@ -135,6 +153,9 @@ export const autoscaleDefaults = {
   AutoscalePolicy,
   'minReplicas' | 'maxReplicas' | 'signal' | 'target' | 'scaleToZero' | 'predictive'
 >;
+
+/** What `slo` fills in when left out. */
+export const sloDefaults = { objective: 0.999 } as const;
 
 /** Samples arrive once a second: a window or idle period shorter than that sees nothing. */
 const minWindowMs = 1000;
@@ -194,7 +215,12 @@ export function resolveAutoscalePolicy(input: unknown): AutoscalePolicyCheck {
   }
 
   let target = defaultTargets[signal];
-  if (input.target !== undefined) {
+  const slo = resolveSlo(input.slo, signal, problems);
+  if (signal === 'slo' && input.target !== undefined) {
+    problems.push(
+      "target does not apply to signal 'slo' (the count is sized to slo.latencyMs and slo.objective)",
+    );
+  } else if (input.target !== undefined) {
     if (!isFiniteNumber(input.target) || input.target <= 0) {
       problems.push(`target must be > 0, got ${describe(input.target)}`);
     } else if (utilizationSignals.has(signal) && input.target > 1) {
@@ -247,6 +273,7 @@ export function resolveAutoscalePolicy(input: unknown): AutoscalePolicyCheck {
     signal,
     ...(customMetric !== undefined ? { customMetric } : {}),
     target,
+    ...(slo !== undefined ? { slo } : {}),
     stableWindowMs,
     panicWindowMs,
     panicThreshold,
@@ -270,6 +297,7 @@ const policyFields = [
   'signal',
   'customMetric',
   'target',
+  'slo',
   'stableWindowMs',
   'panicWindowMs',
   'panicThreshold',
@@ -286,6 +314,7 @@ const scaleToZeroFields = [
   'timeoutMs',
   'coldStartBudgetMs',
 ] as const satisfies readonly (keyof ScaleToZeroPolicy)[];
+const sloFields = ['latencyMs', 'objective'] as const satisfies readonly (keyof LatencyObjective)[];
 const predictiveFields = [
   'startupMs',
   'historyDays',
@@ -318,6 +347,43 @@ function resolveScaleToZero(
       numberField(value, 'coldStartBudgetMs', 1, undefined, problems, at) ??
       defaults.coldStartBudgetMs,
   };
+}
+
+/** Signal `slo` needs `slo: {latencyMs, objective?}`; any other signal takes none. */
+function resolveSlo(
+  value: unknown,
+  signal: ScaleSignal,
+  problems: string[],
+): LatencyObjective | undefined {
+  if (signal !== 'slo') {
+    if (value !== undefined)
+      problems.push(`slo applies only to signal 'slo' (signal is '${signal}')`);
+    return undefined;
+  }
+  if (value === undefined) {
+    problems.push("signal 'slo' needs slo: {latencyMs, objective} (e.g. {latencyMs: 200})");
+    return undefined;
+  }
+  if (!isRecord(value)) {
+    problems.push(`slo must be an object {latencyMs, objective}, got ${describe(value)}`);
+    return undefined;
+  }
+  unknownFields(value, sloFields, 'slo.', problems);
+  const at = (field: string): string => `slo.${field}`;
+  let latencyMs: number | undefined;
+  if (value.latencyMs === undefined) problems.push('slo.latencyMs is required (ms, > 0)');
+  else if (!isFiniteNumber(value.latencyMs) || value.latencyMs <= 0) {
+    problems.push(`slo.latencyMs must be a number > 0 (ms), got ${describe(value.latencyMs)}`);
+  } else latencyMs = value.latencyMs;
+  let objective: number = sloDefaults.objective;
+  if (value.objective !== undefined) {
+    if (!isFiniteNumber(value.objective) || value.objective <= 0 || value.objective >= 1) {
+      problems.push(
+        `${at('objective')} must be a share in (0, 1) (e.g. 0.999), got ${describe(value.objective)}`,
+      );
+    } else objective = value.objective;
+  }
+  return latencyMs === undefined ? undefined : { latencyMs, objective };
 }
 
 function resolvePredictive(value: unknown, problems: string[]): PredictivePolicy | undefined {

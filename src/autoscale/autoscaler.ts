@@ -6,6 +6,7 @@
 import { autoscaleDefaults, type AutoscalePolicy } from './autoscale-policy.ts';
 import type { ScaleSample } from './scale-signals.ts';
 import { hasDemand, signalValue } from './signal-value.ts';
+import { backlogReplicas, sloReplicas, type LatencyObjective } from './slo-sizing.ts';
 
 export interface ScaleDecision {
   /** The replica count wanted now (within min/max; 0 only when scale-to-zero applies). */
@@ -67,6 +68,12 @@ export interface AutoscalerOptions {
  *
  * The rates are relative to `current` (the count last applied), not to the ready replicas,
  * so replicas that are still starting count against a further scale-up factor.
+ *
+ * Signal `slo` has no target: each ceil(· / target) above is instead the count the queueing
+ * model (slo-sizing.ts) gives for the window's arrivals and the service time measured over
+ * the stable window; the panic window's count adds what clears the backlog now, and panic is
+ * that count reaching panicThreshold × ready; the hysteresis asks whether current - 1 would
+ * hold the objective for the demand × (current - 1) / (current - 1 - hysteresis).
  */
 export class Autoscaler implements ScalingPolicyRunner {
   /** Samples of the last stable window, oldest first. */
@@ -145,20 +152,23 @@ export class Autoscaler implements ScalingPolicyRunner {
     let mode: ScaleDecision['mode'] = 'stable';
     let reactive: number;
     let wanted: number;
-    if (stable === null) {
-      // Nothing measured (worker load not reported): hold rather than guess.
+    const sizing = this.sizing(nowMs, latest);
+    if (stable === null || (p.signal === 'slo' && sizing === null)) {
+      // Nothing measured (worker load not reported, no answer yet to time): hold, not guess.
       reactive = current;
       wanted = current;
-      reasons.push(`no ${name} measured in ${seconds(p.stableWindowMs)}; holding ${current}`);
+      const what = stable === null ? name : 'service time (worker CPU per answer)';
+      reasons.push(`no ${what} measured in ${seconds(p.stableWindowMs)}; holding ${current}`);
     } else {
       const panic = this.windowMean(nowMs, p.panicWindowMs) ?? stable;
-      const stableWants = replicasFor(stable, p.target);
-      const panicWants = replicasFor(panic, p.target);
+      const stableWants = sizing?.replicas(stable, 0) ?? replicasFor(stable, p.target);
+      const panicWants = sizing?.replicas(panic, sizing.backlog) ?? replicasFor(panic, p.target);
       const maxUp = Math.ceil(p.maxScaleUpRate * Math.max(1, current));
       const maxDown = Math.floor(current / p.maxScaleDownRate);
       const limit = (n: number): number => Math.min(maxUp, Math.max(maxDown, n));
       const ready = Math.max(1, latest.readyReplicas);
-      if (panic / p.target >= p.panicThreshold * ready) {
+      const panicDemand = sizing === null ? panic / p.target : panicWants;
+      if (panicDemand >= p.panicThreshold * ready) {
         if (this.lastPanicDemandAtMs === null) this.maxPanicReplicas = current;
         this.lastPanicDemandAtMs = nowMs;
       } else if (
@@ -172,16 +182,26 @@ export class Autoscaler implements ScalingPolicyRunner {
       // scaleDownHysteresis replicas to spare, so noise around a boundary (Poisson arrivals)
       // does not flip the count up at once and down a delay later, again and again.
       const hysteresis = p.scaleDownHysteresis ?? autoscaleDefaults.scaleDownHysteresis;
-      const stableApplied =
-        stableWants >= current || stable <= (current - 1 - hysteresis) * p.target
-          ? stableWants
-          : current;
+      const spare = current - 1 - hysteresis;
+      const fitsFewer =
+        sizing === null
+          ? stable <= spare * p.target
+          : spare > 0 && sizing.replicas((stable * (current - 1)) / spare, 0) <= current - 1;
+      const stableApplied = stableWants >= current || fitsFewer ? stableWants : current;
       wanted = limit(stableApplied);
       reasons.push(
-        `${name} ${fixed(stable)} (${seconds(p.stableWindowMs)} mean) / target ${fixed(p.target)} → ${stableWants}`,
+        sizing === null
+          ? `${name} ${fixed(stable)} (${seconds(p.stableWindowMs)} mean) / target ${fixed(p.target)} → ${stableWants}`
+          : `${fixed(stable)} requests/s (${seconds(p.stableWindowMs)} mean) × ${fixed(sizing.serviceMs)} ms service → ${stableWants} for ${fixed(sizing.slo.objective * 100)} % within ${fixed(sizing.slo.latencyMs)} ms`,
       );
-      if (stableApplied > stableWants && current > p.minReplicas) {
-        const downAt = (current - 1 - hysteresis) * p.target;
+      if (stableApplied > stableWants && current > p.minReplicas && sizing !== null) {
+        reasons.push(
+          spare > 0
+            ? `kept ${current} (down once ${current - 1} would hold the objective with ${fixed(hysteresis)} replicas of demand to spare)`
+            : `kept ${current} (scaleDownHysteresis ${fixed(hysteresis)} leaves no lower count)`,
+        );
+      } else if (stableApplied > stableWants && current > p.minReplicas) {
+        const downAt = spare * p.target;
         // A negative threshold is no level the signal can reach: say what does lower it.
         reasons.push(
           downAt >= 0
@@ -197,8 +217,10 @@ export class Autoscaler implements ScalingPolicyRunner {
         wanted = Math.max(wanted, limit(panicWants));
         this.maxPanicReplicas = Math.max(this.maxPanicReplicas, wanted);
         wanted = this.maxPanicReplicas;
+        const backlog =
+          sizing === null || sizing.backlog === 0 ? '' : ` and ${fixed(sizing.backlog)} queued`;
         reasons.push(
-          `panic since ${name} reached ${fixed(p.panicThreshold)} × the capacity of the ready replicas: ${fixed(panic)} (${seconds(p.panicWindowMs)} mean) → ${panicWants}, never down in panic`,
+          `panic since ${name} reached ${fixed(p.panicThreshold)} × the capacity of the ready replicas: ${fixed(panic)} (${seconds(p.panicWindowMs)} mean)${backlog} → ${panicWants}, never down in panic`,
         );
       }
       if (wanted !== stableApplied && mode === 'stable') {
@@ -241,6 +263,44 @@ export class Autoscaler implements ScalingPolicyRunner {
     return Math.min(this.policy.maxReplicas, replicasFor(forecast.signalAhead, this.policy.target));
   }
 
+  /**
+   * Signal `slo`: what sizes a demand (requests/s) into replicas, from the service time
+   * measured over the stable window (busy slot-seconds per answer: under saturation too,
+   * where arrivals outrun answers) and the backlog now (queued in workers, held at gateways).
+   * Null for every other signal, or with no service time measured yet (then: hold).
+   */
+  private sizing(nowMs: number, latest: ScaleSample): SloSizing | null {
+    const slo = this.policy.slo;
+    if (this.policy.signal !== 'slo' || slo === undefined) return null;
+    let busy = 0;
+    let answered = 0;
+    let slots = 0;
+    let measured = 0;
+    for (const sample of this.samples) {
+      if (sample.atMs <= nowMs - this.policy.stableWindowMs || sample.atMs > nowMs) continue;
+      if (sample.cpu === null || sample.slotsPerReplica === null) continue;
+      busy += sample.cpu * sample.slotsPerReplica;
+      answered += sample.completed;
+      slots += sample.slotsPerReplica;
+      measured += 1;
+    }
+    if (answered <= 0 || busy <= 0 || measured === 0) return null;
+    const load = { meanServiceSeconds: busy / answered, slotsPerReplica: slots / measured };
+    const maxReplicas = this.policy.maxReplicas;
+    const backlog = (latest.queueDepth ?? 0) + latest.held;
+    return {
+      slo,
+      serviceMs: load.meanServiceSeconds * 1000,
+      backlog,
+      replicas: (arrivalsPerSecond, queued) =>
+        Math.min(
+          maxReplicas,
+          sloReplicas({ ...load, arrivalsPerSecond }, slo, maxReplicas) +
+            backlogReplicas(queued, load, slo),
+        ),
+    };
+  }
+
   private exitPanic(): void {
     this.lastPanicDemandAtMs = null;
     this.maxPanicReplicas = 0;
@@ -279,6 +339,15 @@ export class Autoscaler implements ScalingPolicyRunner {
     while (window.length > 0 && window[0]!.atMs <= nowMs - delayMs) window.shift();
     return window.reduce((most, entry) => Math.max(most, entry.replicas), 0);
   }
+}
+
+interface SloSizing {
+  readonly slo: LatencyObjective;
+  readonly serviceMs: number;
+  /** Requests queued in the workers and held at the gateways at the latest sample. */
+  readonly backlog: number;
+  /** Replicas for a demand of requests/s, plus those that clear `queued` within the slack. */
+  replicas(arrivalsPerSecond: number, queued: number): number;
 }
 
 /**

@@ -90,11 +90,14 @@ export function resolveHpaPolicy(input: unknown): HpaPolicyCheck {
     problems.push(`minReplicas (${minReplicas}) > maxReplicas (${maxReplicas})`);
   }
   let signal: ScaleSignal = hpaDefaults.signal;
+  // HPA has no queueing model: Kiln's `slo` signal is not one it scales on.
+  const hpaSignals = scaleSignals.filter((name) => name !== 'slo');
   if (value.signal !== undefined) {
-    if (typeof value.signal === 'string' && isScaleSignal(value.signal)) signal = value.signal;
+    if (typeof value.signal === 'string' && isScaleSignal(value.signal) && value.signal !== 'slo')
+      signal = value.signal;
     else {
       problems.push(
-        `unknown signal ${JSON.stringify(value.signal)} (one of: ${scaleSignals.join(', ')})`,
+        `unknown signal ${JSON.stringify(value.signal)} (one of: ${hpaSignals.join(', ')})`,
       );
     }
   }

@@ -15,12 +15,19 @@ export interface ScaleSample {
   readonly concurrency: number;
   /** Requests that arrived per second over the last second (held ones included). */
   readonly qps: number;
+  /** Requests answered per second over the last second (what the workers got through). */
+  readonly completed: number;
   /** Requests held by gateways' activators now (the endpoint at zero or waking). */
   readonly held: number;
   /** Requests waiting in the workers' queues, summed; null: not reported. */
   readonly queueDepth: number | null;
   /** Sum over ready replicas of CPU utilization (0..1 each); null: not reported. */
   readonly cpu: number | null;
+  /**
+   * Compute slots per replica (a worker's threads; the simulator's concurrencyPerReplica):
+   * cpu × this is the slots busy. Null: not reported.
+   */
+  readonly slotsPerReplica: number | null;
   /** Sum over ready replicas of accelerator utilization (0..1 each); null: none. */
   readonly accelerator: number | null;
   /** Worker-reported custom metrics, summed over ready replicas, by name. */

@@ -14,6 +14,7 @@ export function signalValue(
     case 'concurrency':
       return sample.concurrency;
     case 'qps':
+    case 'slo': // the demand it sizes for; the service time comes from cpu / completed
       return sample.qps;
     case 'queue-depth':
       return sample.queueDepth;

@@ -159,6 +159,8 @@ export interface AutoscaleSettings {
   signal?: string;
   target?: number;
   customMetric?: string;
+  /** With signal 'slo': the latency objective. */
+  slo?: { latencyMs?: number; objective?: number };
   stableWindowMs?: number;
   panicWindowMs?: number;
   panicThreshold?: number;

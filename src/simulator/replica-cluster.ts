@@ -76,6 +76,8 @@ export class ReplicaCluster {
   #readyCount = 0;
   #startingCount = 0;
   #inFlightArea = 0;
+  /** Requests answered since the last takeIntegrals(). */
+  #completed = 0;
   #busyArea = 0;
   #replicaArea = 0;
   #readyArea = 0;
@@ -147,14 +149,25 @@ export class ReplicaCluster {
     this.#readyArea += this.#readyCount * dt;
   }
 
-  /** The integrals since the last call (count × ms), reset to zero. */
-  takeIntegrals(): { inFlight: number; busySlots: number; replicas: number; ready: number } {
+  /**
+   * The integrals since the last call (count × ms), and the requests answered since then,
+   * reset to zero.
+   */
+  takeIntegrals(): {
+    inFlight: number;
+    busySlots: number;
+    replicas: number;
+    ready: number;
+    completed: number;
+  } {
     const taken = {
       inFlight: this.#inFlightArea,
       busySlots: this.#busyArea,
       replicas: this.#replicaArea,
       ready: this.#readyArea,
+      completed: this.#completed,
     };
+    this.#completed = 0;
     this.#inFlightArea = 0;
     this.#busyArea = 0;
     this.#replicaArea = 0;
@@ -206,6 +219,7 @@ export class ReplicaCluster {
     this.#busySlots--;
     replica.busy--;
     this.#inFlight--;
+    this.#completed++;
     this.#onAnswer(event.request, event.atMs - event.request.serviceMs, event.atMs);
     const next = replica.queue[replica.queueHead];
     if (next !== undefined) {

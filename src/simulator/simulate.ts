@@ -255,9 +255,11 @@ function runPolicy(
       startingReplicas: cluster.startingReplicas,
       concurrency: areas.inFlight / tickMs,
       qps: arrivalsThisTick / (tickMs / 1000),
+      completed: areas.completed / (tickMs / 1000),
       held: cluster.held,
       queueDepth: cluster.queueDepth,
       cpu: areas.busySlots / tickMs / slots,
+      slotsPerReplica: slots,
       accelerator: null,
       custom: {},
     };
@@ -374,9 +376,11 @@ function idleLoad(atMs: number): ScaleSample {
     startingReplicas: 0,
     concurrency: 0,
     qps: 0,
+    completed: 0,
     held: 0,
     queueDepth: 0,
     cpu: 0,
+    slotsPerReplica: null,
     accelerator: null,
     custom: {},
   };

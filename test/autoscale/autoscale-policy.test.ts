@@ -87,7 +87,7 @@ test('every kind of bad input is refused with a reason naming the field', () => 
     [{ minReplicas: '1', maxReplicas: 2 }, "minReplicas must be an integer >= 0, got '1'"],
     [
       { ...base, signal: 'latency' },
-      "unknown signal 'latency' (one of: concurrency, qps, queue-depth, cpu, accelerator, custom)",
+      "unknown signal 'latency' (one of: concurrency, qps, queue-depth, cpu, accelerator, custom, slo)",
     ],
     [{ ...base, target: 0 }, 'target must be > 0, got 0'],
     [{ ...base, target: -2 }, 'target must be > 0, got -2'],
@@ -154,9 +154,62 @@ test('every kind of bad input is refused with a reason naming the field', () => 
       "predictive needs signal concurrency or qps (the demand history), not 'cpu'",
     ],
     [{ ...base, replicas: 3 }, "unknown field 'replicas'"],
+    [
+      { ...base, signal: 'slo' },
+      "signal 'slo' needs slo: {latencyMs, objective} (e.g. {latencyMs: 200})",
+    ],
+    [
+      { ...base, slo: { latencyMs: 200 } },
+      "slo applies only to signal 'slo' (signal is 'concurrency')",
+    ],
+    [
+      { ...base, signal: 'slo', slo: { latencyMs: 200 }, target: 3 },
+      "target does not apply to signal 'slo' (the count is sized to slo.latencyMs and slo.objective)",
+    ],
+    [{ ...base, signal: 'slo', slo: 200 }, 'slo must be an object {latencyMs, objective}, got 200'],
+    [{ ...base, signal: 'slo', slo: { objective: 0.99 } }, 'slo.latencyMs is required (ms, > 0)'],
+    [
+      { ...base, signal: 'slo', slo: { latencyMs: 0 } },
+      'slo.latencyMs must be a number > 0 (ms), got 0',
+    ],
+    [
+      { ...base, signal: 'slo', slo: { latencyMs: 200, objective: 99.9 } },
+      'slo.objective must be a share in (0, 1) (e.g. 0.999), got 99.9',
+    ],
+    [
+      { ...base, signal: 'slo', slo: { latencyMs: 200, objective: 1 } },
+      'slo.objective must be a share in (0, 1) (e.g. 0.999), got 1',
+    ],
+    [{ ...base, signal: 'slo', slo: { latencyMs: 200, p: 99 } }, "unknown field 'slo.p'"],
+    [
+      { ...base, signal: 'slo', slo: { latencyMs: 200 }, predictive: true },
+      "predictive needs signal concurrency or qps (the demand history), not 'slo'",
+    ],
   ];
   for (const [input, expected] of cases)
     assert.equal(reason(input), expected, JSON.stringify(input));
+});
+
+test("signal 'slo' takes a latency objective (objective 0.999 by default) and no target", () => {
+  const policy = resolved({
+    minReplicas: 1,
+    maxReplicas: 9,
+    signal: 'slo',
+    slo: { latencyMs: 250 },
+  });
+  assert.equal(policy.signal, 'slo');
+  assert.deepEqual(policy.slo, { latencyMs: 250, objective: 0.999 });
+  assert.equal(policy.target, 1);
+  assert.deepEqual(
+    resolved({
+      minReplicas: 1,
+      maxReplicas: 9,
+      signal: 'slo',
+      slo: { latencyMs: 80, objective: 0.99 },
+    }).slo,
+    { latencyMs: 80, objective: 0.99 },
+  );
+  assert.equal(resolved({ minReplicas: 1, maxReplicas: 9 }).slo, undefined);
 });
 
 test('several problems are all named at once', () => {

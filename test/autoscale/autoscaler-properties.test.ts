@@ -52,9 +52,11 @@ test('random policies and streams keep every invariant', () => {
         startingReplicas: replicas - ready,
         concurrency,
         qps: concurrency * 10,
+        completed: concurrency * 10,
         held,
         queueDepth: null,
         cpu: null,
+        slotsPerReplica: null,
         accelerator: null,
         custom: {},
       };

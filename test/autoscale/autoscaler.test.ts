@@ -14,6 +14,7 @@ import {
 import { Autoscaler } from '../../src/autoscale/autoscaler.ts';
 import type { ScaleSample } from '../../src/autoscale/scale-signals.ts';
 import { createRandom } from '../../src/core/random.ts';
+import { erlangC } from '../../src/simulator/erlang-c.ts';
 import { runStream } from './scale-stream.ts';
 
 function policy(input: Record<string, unknown>): AutoscalePolicy {
@@ -29,9 +30,11 @@ function sample(atMs: number, fields: Partial<ScaleSample> = {}): ScaleSample {
     startingReplicas: 0,
     concurrency: 0,
     qps: 0,
+    completed: 0,
     held: 0,
     queueDepth: null,
     cpu: null,
+    slotsPerReplica: null,
     accelerator: null,
     custom: {},
     ...fields,
@@ -318,6 +321,94 @@ test('worker signals: held while unreported, custom metrics by name', () => {
   );
   tokens.observe(sample(0, { readyReplicas: 2, custom: { tokens_per_second: 1000, other: 5 } }));
   assert.equal(tokens.decide(0, 2).replicas, 3);
+});
+
+/** A one-slot endpoint answering everything at `qps`, each request taking 100 ms of a slot. */
+function served(qps: number, fields: Partial<ScaleSample> = {}): Partial<ScaleSample> {
+  return { qps, completed: qps, cpu: qps * 0.1, slotsPerReplica: 1, ...fields };
+}
+
+/** M/M/c: the share of requests that wait beyond `slack` s (closed form, erlang-c.ts). */
+function lateShare(servers: number, lambda: number, service: number, slack: number): number {
+  const queue = erlangC(servers, lambda, 1 / service);
+  return queue === null
+    ? 1
+    : queue.waitProbability * Math.exp(-(servers / service - lambda) * slack);
+}
+
+/** 99.9 % within 1 s, 1..maxReplicas, the defaults otherwise. */
+function sloPolicy(maxReplicas: number): AutoscalePolicy {
+  return policy({
+    minReplicas: 1,
+    maxReplicas,
+    signal: 'slo',
+    slo: { latencyMs: 1000, objective: 0.999 },
+  });
+}
+
+test('slo: the count holds 99.9 % within the objective by the queueing model, with hysteresis', () => {
+  // 100 ms of service, 99.9 % within 1 s: 0.7 s of slack (1 s - 3 × 0.1 s). 20/s needs 3
+  // replicas (4/9 × e^-7 = 4.1e-4 of requests wait past it), 30/s needs 4 (0.509 × e^-7).
+  const slo = sloPolicy(50);
+  const rate = (t: number): number => (t < 100 ? 20 : t < 200 ? 30 : t < 300 ? 20 : 10);
+  const run = runStream(new Autoscaler(slo), (t) => served(rate(t)), {
+    seconds: 420,
+    initialReplicas: 3,
+    startupSeconds: 5,
+  });
+  // Up once the 60 s mean, 20 + 10 (k + 1) / 60 at t = 100 + k, is more than 3 replicas hold.
+  let k = 0;
+  while (lateShare(3, 20 + (10 * (k + 1)) / 60, 0.1, 0.7) <= 0.001) k++;
+  // Down from 4 only once 4 - 1 would hold the demand × 3 / 2.5 (half a replica to spare):
+  // back at 20/s it would not (24/s needs 4), so 4 holds; at 10/s (12/s needs 3) it goes to
+  // 3, a scale-down delay (30 s) after the mean last did not fit; and 3 holds at 10/s (13.3/s needs
+  // 3), where a fresh start would have 2.
+  let d = 0;
+  while (lateShare(3, (20 - (10 * (d + 1)) / 60) * 1.2, 0.1, 0.7) > 0.001) d++;
+  assert.deepEqual(run.events, [
+    { t: 100 + k, from: 3, to: 4 },
+    // The last decision that wanted 4 was at 300 + d - 1: 30 s later it is out of the delay.
+    { t: 300 + d - 1 + 30, from: 4, to: 3 },
+  ]);
+  assert.ok(k > 0 && k < 60 && d < 60, `up ${k} s, down ${d} s after the change`);
+  const last = run.steps.at(-1)!.decision;
+  assert.equal(last.mode, 'stable');
+  assert.match(
+    last.reason,
+    /10 requests\/s \(60 s mean\) × 100 ms service → 2 for 99\.90 % within 1000 ms/,
+  );
+  assert.match(last.reason, /kept 3/);
+});
+
+test('slo: a spike with a backlog panics, sized for the backlog too; no service time: hold', () => {
+  const slo = sloPolicy(100);
+  // 20/s on 3 replicas, then 200/s from t = 100: the 3 replicas answer 30/s (busy), the rest
+  // queues, 170 more each second.
+  const run = runStream(
+    new Autoscaler(slo),
+    (t) =>
+      t < 100 ? served(20) : served(200, { completed: 30, cpu: 3, queueDepth: 170 * (t - 99) }),
+    { seconds: 103, initialReplicas: 3, startupSeconds: 5 },
+  );
+  const at100 = run.steps.find((step) => step.t === 100)!.decision;
+  // The panic window's mean (5 × 20 + 200) / 6 = 50/s needs 6 replicas (closed form below),
+  // and 170 queued × 0.1 s over 0.7 s of slack 25 more: 31 >= 2 × 3 ready → panic.
+  assert.ok(lateShare(6, 50, 0.1, 0.7) <= 0.001 && lateShare(5, 50, 0.1, 0.7) > 0.001);
+  assert.equal(at100.mode, 'panic');
+  assert.equal(at100.replicas, 31);
+  assert.match(at100.reason, /and 170 queued → 31, never down in panic/);
+  // The service time measured under saturation is still 100 ms (3 busy slots / 30 answers).
+  assert.match(run.steps.find((step) => step.t === 102)!.decision.reason, /× 100 ms service/);
+
+  // No worker CPU reported (or nothing answered yet): nothing to size with, so it holds.
+  const blind = new Autoscaler(slo);
+  blind.observe(sample(0, { readyReplicas: 2, qps: 50, completed: 50 }));
+  const held = blind.decide(0, 2);
+  assert.equal(held.replicas, 2);
+  assert.match(
+    held.reason,
+    /no service time \(worker CPU per answer\) measured in 60 s; holding 2/,
+  );
 });
 
 test('the reason names what decided: the window, the hysteresis, the rate limit, the delay', () => {

@@ -40,6 +40,10 @@ test('defaults and bad input', () => {
     [{ minReplicas: 1, maxReplicas: 3, signal: 'qps', target: 0 }, 'target must be > 0, got 0'],
     [{ minReplicas: 1, maxReplicas: 3, tolerance: 1 }, 'tolerance must be in [0, 1), got 1'],
     [{ minReplicas: 1, maxReplicas: 3, window: 1 }, "unknown field 'window'"],
+    [
+      { minReplicas: 1, maxReplicas: 3, signal: 'slo' },
+      'unknown signal "slo" (one of: concurrency, qps, queue-depth, cpu, accelerator, custom)',
+    ],
   ];
   for (const [input, reason] of bad) {
     const result = resolveHpaPolicy(input);
@@ -118,9 +122,11 @@ test('random streams: within bounds, changes only on syncs, the same answer aske
         startingReplicas: 0,
         concurrency: level * (0.8 + random.next() * 0.4),
         qps: 0,
+        completed: 0,
         held: 0,
         queueDepth: null,
         cpu: null,
+        slotsPerReplica: null,
         accelerator: null,
         custom: {},
       });

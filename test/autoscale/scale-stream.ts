@@ -63,9 +63,11 @@ export function runStream(
       startingReplicas: readyAt.length - ready,
       concurrency: d.concurrency ?? 0,
       qps: d.qps ?? 0,
+      completed: d.completed ?? d.qps ?? 0,
       held: d.held ?? 0,
       queueDepth: d.queueDepth === undefined ? 0 : d.queueDepth,
       cpu: d.cpu === undefined ? null : d.cpu,
+      slotsPerReplica: d.slotsPerReplica === undefined ? null : d.slotsPerReplica,
       accelerator: d.accelerator === undefined ? null : d.accelerator,
       custom: d.custom ?? {},
     };

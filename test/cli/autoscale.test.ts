@@ -224,6 +224,20 @@ void test('flags become the policy body; a deploy merges them into the current p
     ),
     { minReplicas: 1, maxReplicas: 3, signal: 'qps' },
   );
+  // The latency objective: --slo and --slo-objective; a deploy that leaves signal slo drops it.
+  assert.deepEqual(autoscaleBody({ min: 1, max: 8, signal: 'slo', slo: 200, sloObjective: 0.99 }), {
+    minReplicas: 1,
+    maxReplicas: 8,
+    signal: 'slo',
+    slo: { latencyMs: 200, objective: 0.99 },
+  });
+  assert.deepEqual(
+    mergeAutoscale(
+      { minReplicas: 1, maxReplicas: 3, signal: 'slo', slo: { latencyMs: 200 } },
+      { signal: 'concurrency' },
+    ),
+    { minReplicas: 1, maxReplicas: 3, signal: 'concurrency' },
+  );
 });
 
 void test('show: a change after the last decision (a new policy) gives the reason, not the old decision', () => {

@@ -356,7 +356,15 @@ test('worker load: endpoints on worker signals are watched, and their load reach
     watch: (names) => watched.push([...names]),
     latest: (name) =>
       name === 'iris'
-        ? { atMs: 0, replicas: 1, queueDepth: 12, cpu: 0.5, accelerator: null, custom: { x: 1 } }
+        ? {
+            atMs: 0,
+            replicas: 1,
+            queueDepth: 12,
+            cpu: 0.5,
+            threads: 1,
+            accelerator: null,
+            custom: { x: 1 },
+          }
         : null,
   };
   const { second, controller } = await setup(
@@ -377,6 +385,49 @@ test('worker load: endpoints on worker signals are watched, and their load reach
   const status = await controller.status('iris');
   assert.equal(status.signals?.queueDepth, 12);
   assert.deepEqual(status.signals?.custom, { x: 1 });
+});
+
+test("signal slo: sized from the gateways' arrivals and answers and the workers' busy CPU", async () => {
+  // The workers report 2 busy cores (threads 1 each) while the gateways see 20 requests a
+  // second answered: 100 ms a request. 99.9 % within 1 s at 20/s takes 3 replicas, at 30/s
+  // (3 cores busy) 4 (M/M/c, test/autoscale/slo-sizing.test.ts).
+  let busyCores = 2;
+  const watched: string[][] = [];
+  const source: WorkerLoadSource = {
+    watch: (names) => watched.push([...names]),
+    latest: () => ({
+      atMs: 0,
+      replicas: 1,
+      queueDepth: 0,
+      cpu: busyCores,
+      threads: 1,
+      accelerator: null,
+      custom: {},
+    }),
+  };
+  const { second, controller } = await setup(
+    {
+      minReplicas: 1,
+      maxReplicas: 10,
+      signal: 'slo',
+      slo: { latencyMs: 1000 },
+      stableWindowMs: 3_000,
+      panicWindowMs: 1_000,
+    },
+    { workerLoad: source, replicas: 3 },
+  );
+  let count: number | null = null;
+  for (let i = 0; i < 4; i++) count = await second({ arrivals: 20, concurrency: 2 });
+  assert.equal(count, 3);
+  assert.deepEqual(watched.at(-1), ['iris']);
+  busyCores = 3;
+  for (let i = 0; i < 4; i++) count = await second({ arrivals: 30, concurrency: 3 });
+  assert.equal(count, 4);
+  const status = await controller.status('iris');
+  assert.match(
+    status.lastDecision?.reason ?? '',
+    /30 requests\/s .* × 100 ms service → 4 for 99\.90 % within 1000 ms/,
+  );
 });
 
 test('predictive: replicas are added before a learned daily peak, by the start-up time', async () => {

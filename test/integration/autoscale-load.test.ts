@@ -238,3 +238,61 @@ test('concurrency: scales up under load through the gateway and back down after 
 test('queue-depth (worker-reported): scales up under load and back down after it', async () => {
   await scalesUpAndDown('queue', { signal: 'queue-depth' });
 });
+
+test('slo: sized from the service time the workers measure (busy CPU per answer)', async () => {
+  // Real workers: the gateways report arrivals and answers, the poller the workers' CPU and
+  // threads; the decision names the service time it sized with. At this load the answer is a
+  // replica or two, whatever the machine: this checks that the measurement reaches the
+  // decision and is a real one, not the count (autoscaler.test.ts has exact counts).
+  const deployed = await call(platform.url, 'PUT', '/api/v1/endpoints/slo', {
+    model: 'fraud',
+    replicas: 1,
+    config: {
+      autoscale: {
+        minReplicas: 1,
+        maxReplicas: 3,
+        signal: 'slo',
+        slo: { latencyMs: 1000 },
+        stableWindowMs: 6_000,
+        panicWindowMs: 2_000,
+      },
+    },
+  });
+  assert.ok(deployed.status === 200 || deployed.status === 201, JSON.stringify(deployed.body));
+  await waitUntil('slo ready at the gateway', async () => {
+    const ready = await fetch(`${platform.gatewayUrl}/v2/models/slo/ready`);
+    await ready.arrayBuffer();
+    return ready.status === 200;
+  });
+  const load = new Load('slo', 1);
+  const startedMs = Date.now();
+  let sized: RegExpExecArray | null = null;
+  try {
+    await waitUntil('a decision sized from a measured service time', async () => {
+      const scale = await call(platform.url, 'GET', '/api/v1/endpoints/slo/scale');
+      const reason = (scale.body as { lastDecision: { reason: string } | null }).lastDecision
+        ?.reason;
+      sized =
+        /([\d.]+) requests\/s \(6 s mean\) × ([\d.]+) ms service → (\d+) for 99\.90 % within 1000 ms/.exec(
+          reason ?? '',
+        );
+      return sized !== null && load.answered >= 200;
+    });
+  } finally {
+    await load.stop();
+  }
+  const elapsedMs = Date.now() - startedMs;
+  const [, rate, serviceMs, replicas] = sized!;
+  console.log(`slo: ${rate} requests/s × ${serviceMs} ms service → ${replicas} replicas`);
+  assert.deepEqual(load.failures, [], `${load.failures.length} of ${load.sent} requests failed`);
+  // A request holds its worker's CPU for part of its round trip: more than nothing, less than
+  // the clients' mean latency (8 closed-loop clients: 8 × elapsed ÷ answers).
+  const meanLatencyMs = (8 * elapsedMs) / load.answered;
+  assert.ok(Number(serviceMs) > 0, `service ${serviceMs} ms`);
+  assert.ok(
+    Number(serviceMs) < meanLatencyMs,
+    `service ${serviceMs} ms, latency ${meanLatencyMs} ms`,
+  );
+  assert.ok(Number(rate) > 0);
+  assert.ok(Number(replicas) >= 1 && Number(replicas) <= 3);
+});

@@ -88,7 +88,19 @@ test('replicas serve only after their start-up time; every tick the policy sees 
   assert.ok(policy.maxReplicas >= 3);
   for (const sample of runner.samples) {
     assert.ok(sample.cpu !== null && sample.cpu >= 0 && sample.cpu <= sample.readyReplicas + 1e-9);
+    assert.equal(sample.slotsPerReplica, model.concurrencyPerReplica);
   }
+  // Answers per tick add up to the answered requests, and busy slot-seconds per answer (what
+  // the slo signal sizes with) come out at the model's mean service time.
+  const answered = runner.samples.reduce((sum, s) => sum + s.completed, 0);
+  const served = policy.requests - policy.failedRequests; // a few still in flight at the end
+  assert.ok(answered <= served && answered >= served * 0.99, `${answered} of ${served}`);
+  const busy = runner.samples.reduce(
+    (sum, s) => sum + (s.cpu ?? 0) * model.concurrencyPerReplica,
+    0,
+  );
+  const meanMs = (busy / answered) * 1000;
+  assert.ok(Math.abs(meanMs - report.meanServiceMs) < report.meanServiceMs * 0.05, `${meanMs}`);
 });
 
 test('a scale-up is ready exactly the start-up time later', () => {

@@ -22,7 +22,9 @@ export function policyText(status: ScaleStatusView): string {
   const signal = p.signal === 'custom' ? `custom ${p.customMetric ?? ''}` : p.signal;
   const parts = [
     `${p.minReplicas}..${p.maxReplicas} replicas`,
-    `${signal} target ${p.target}`,
+    p.signal === 'slo' && p.slo !== undefined
+      ? `slo ${(p.slo.objective * 100).toFixed(2)} % within ${ms(p.slo.latencyMs) ?? ''}`
+      : `${signal} target ${p.target}`,
     `stable ${ms(p.stableWindowMs)}`,
     `panic ${ms(p.panicWindowMs)} at ${p.panicThreshold}×`,
     `scale-down delay ${ms(p.scaleDownDelayMs)}`,

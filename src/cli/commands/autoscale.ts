@@ -18,6 +18,8 @@ export interface AutoscaleFlags {
   readonly signal?: string;
   readonly target?: number;
   readonly customMetric?: string;
+  readonly slo?: number;
+  readonly sloObjective?: number;
   readonly panicWindow?: number;
   readonly stableWindow?: number;
   readonly panicThreshold?: number;
@@ -57,6 +59,11 @@ export function autoscaleBody(flags: AutoscaleFlags): AutoscaleSettings {
   if (flags.signal !== undefined) body.signal = flags.signal;
   if (flags.target !== undefined) body.target = flags.target;
   if (flags.customMetric !== undefined) body.customMetric = flags.customMetric;
+  if (flags.slo !== undefined || flags.sloObjective !== undefined) {
+    body.slo = {};
+    if (flags.slo !== undefined) body.slo.latencyMs = flags.slo;
+    if (flags.sloObjective !== undefined) body.slo.objective = flags.sloObjective;
+  }
   if (flags.panicWindow !== undefined) body.panicWindowMs = flags.panicWindow;
   if (flags.stableWindow !== undefined) body.stableWindowMs = flags.stableWindow;
   if (flags.panicThreshold !== undefined) body.panicThreshold = flags.panicThreshold;
@@ -85,10 +92,20 @@ export function registerAutoscaleCommands(program: Command): void {
     .requiredOption('--max <n>', 'most replicas (>= 1)', integerOption(1))
     .option(
       '--signal <signal>',
-      'what to scale on: concurrency (default), qps, queue-depth, cpu, accelerator, custom',
+      'what to scale on: concurrency (default), qps, queue-depth, cpu, accelerator, custom, slo',
     )
     .option('--target <x>', 'target value of the signal per replica', positiveNumberOption)
     .option('--custom-metric <name>', "with --signal custom: the worker metric's name")
+    .option(
+      '--slo <duration>',
+      'with --signal slo: the latency objective (arrival → answer), e.g. 200ms',
+      durationMsOption,
+    )
+    .option(
+      '--slo-objective <x>',
+      'with --signal slo: the share of requests within it, in (0, 1) (default 0.999)',
+      positiveNumberOption,
+    )
     .option('--stable-window <duration>', 'averaging window, e.g. 60s', durationMsOption)
     .option('--panic-window <duration>', 'short window for bursts, e.g. 6s', durationMsOption)
     .option(

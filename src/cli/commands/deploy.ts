@@ -56,7 +56,7 @@ import {
   type RolloutFlags,
 } from './rollout.ts';
 import { rolloutText } from './rollout-render.ts';
-import { positiveNumberOption } from './autoscale.ts';
+import { durationMsOption, positiveNumberOption } from './autoscale.ts';
 
 export interface DeployOptions extends LlmFlags, RolloutFlags, ResourceFlags {
   readonly endpoint: string;
@@ -89,6 +89,7 @@ export interface DeployOptions extends LlmFlags, RolloutFlags, ResourceFlags {
   readonly maxReplicas?: number;
   readonly scaleSignal?: string;
   readonly scaleTarget?: number;
+  readonly scaleSlo?: number;
   /** ms the replaced version keeps running for an instant rollback (--warm-grace). */
   readonly warmGrace?: number;
   readonly wait?: boolean;
@@ -157,12 +158,17 @@ export function registerDeployCommand(program: Command): void {
     .option('--max-replicas <n>', 'autoscale: most replicas', integerOption(1))
     .option(
       '--scale-signal <signal>',
-      'autoscale on: concurrency, qps, queue-depth, cpu, accelerator, custom',
+      'autoscale on: concurrency, qps, queue-depth, cpu, accelerator, custom, slo',
     )
     .option(
       '--scale-target <x>',
       'autoscale: target of the signal per replica',
       positiveNumberOption,
+    )
+    .option(
+      '--scale-slo <duration>',
+      'autoscale with --scale-signal slo: the latency objective, e.g. 200ms (99.9 % within it)',
+      durationMsOption,
     );
   deploy.addOption(
     new Option(
@@ -430,6 +436,7 @@ export function deployBody(
   if (options.maxReplicas !== undefined) autoscale.maxReplicas = options.maxReplicas;
   if (options.scaleSignal !== undefined) autoscale.signal = options.scaleSignal;
   if (options.scaleTarget !== undefined) autoscale.target = options.scaleTarget;
+  if (options.scaleSlo !== undefined) autoscale.slo = { latencyMs: options.scaleSlo };
   if (Object.keys(autoscale).length > 0) config.autoscale = autoscale;
   const resources = resourceRequest(options);
   if (resources !== null) config.resources = resources;
@@ -450,6 +457,7 @@ export function mergeAutoscale(
   if (current !== undefined && given.signal !== undefined && given.signal !== current.signal) {
     if (given.target === undefined) delete merged.target;
     delete merged.customMetric;
+    if (given.slo === undefined) delete merged.slo;
   }
   return merged;
 }

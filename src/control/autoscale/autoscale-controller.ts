@@ -101,6 +101,7 @@ const workerSignals: ReadonlySet<AutoscalePolicy['signal']> = new Set([
   'cpu',
   'accelerator',
   'custom',
+  'slo',
 ]);
 
 interface LastDecision {
@@ -475,9 +476,11 @@ export class AutoscaleController {
       startingReplicas: counts.starting,
       concurrency: gateways.concurrency,
       qps: gateways.qps,
+      completed: gateways.completed,
       held: gateways.held,
       queueDepth: load?.queueDepth ?? null,
       cpu: load?.cpu ?? null,
+      slotsPerReplica: load?.threads ?? null,
       accelerator: load?.accelerator ?? null,
       custom: load?.custom ?? {},
     };

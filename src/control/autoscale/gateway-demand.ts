@@ -22,6 +22,8 @@ export interface GatewayDemandNow {
   readonly concurrency: number;
   /** Arrivals per second over each gateway's last window. */
   readonly qps: number;
+  /** Answers per second over each gateway's last window. */
+  readonly completed: number;
   /** Requests held by activators at the end of each gateway's last window. */
   readonly held: number;
   /** Gateways whose entry counted. */
@@ -32,6 +34,7 @@ interface LatestEntry {
   readonly receivedMs: number;
   readonly windowSeconds: number;
   readonly arrivals: number;
+  readonly completed: number;
   readonly concurrencyMean: number;
   readonly held: number;
 }
@@ -77,6 +80,7 @@ export class GatewayDemand {
         receivedMs: nowMs,
         windowSeconds,
         arrivals: load.arrivals,
+        completed: load.completed,
         concurrencyMean: load.concurrencyMean,
         held: load.held,
       });
@@ -95,6 +99,7 @@ export class GatewayDemand {
   now(endpoint: string, nowMs: number): GatewayDemandNow {
     let concurrency = 0;
     let qps = 0;
+    let completed = 0;
     let held = 0;
     let gateways = 0;
     for (const [gateway, entry] of this.latest.get(endpoint) ?? []) {
@@ -104,10 +109,11 @@ export class GatewayDemand {
       }
       concurrency += entry.concurrencyMean;
       qps += entry.windowSeconds > 0 ? entry.arrivals / entry.windowSeconds : 0;
+      completed += entry.windowSeconds > 0 ? entry.completed / entry.windowSeconds : 0;
       held += entry.held;
       gateways += 1;
     }
-    return { concurrency, qps, held, gateways };
+    return { concurrency, qps, completed, held, gateways };
   }
 
   /** The minute sums gathered since the last drain, as rows to add to the store. */

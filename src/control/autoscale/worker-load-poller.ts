@@ -1,6 +1,6 @@
 // Polls the workers' own load (GET /kiln/v1/load, protocol/scaling/worker-load-report.ts) for
 // the autoscale controller: once a second, every ready replica of each endpoint the controller
-// watches (those whose signal is queue-depth, cpu, accelerator or custom — only they pay for
+// watches (those whose signal is queue-depth, cpu, accelerator, custom or slo — only they pay for
 // it), all replicas at once, and keeps the sums per endpoint for `latest`:
 //
 //   controller tick ─ watch({a, b}) ─┐               ┌─ latest(a) → sums of round N
@@ -49,21 +49,39 @@ export function sumWorkerLoads(
   atMs: number,
 ): EndpointWorkerLoad {
   if (reports.length === 0)
-    return { atMs, replicas: 0, queueDepth: null, cpu: null, accelerator: null, custom: {} };
+    return {
+      atMs,
+      replicas: 0,
+      queueDepth: null,
+      cpu: null,
+      threads: null,
+      accelerator: null,
+      custom: {},
+    };
   let queueDepth = 0;
   let cpu = 0;
+  let threads = 0;
   let accelerator: number | null = null;
   const custom: Record<string, number> = {};
   for (const report of reports) {
     queueDepth += report.queueDepth;
     // GC and I/O threads can take a worker past its compute threads: busy is busy, not more.
     cpu += Math.min(1, report.cpu / report.threads);
+    threads += report.threads;
     if (report.accelerator !== null)
       accelerator = (accelerator ?? 0) + Math.min(1, report.accelerator);
     for (const [name, value] of Object.entries(report.custom))
       custom[name] = (custom[name] ?? 0) + value;
   }
-  return { atMs, replicas: reports.length, queueDepth, cpu, accelerator, custom };
+  return {
+    atMs,
+    replicas: reports.length,
+    queueDepth,
+    cpu,
+    threads: threads / reports.length,
+    accelerator,
+    custom,
+  };
 }
 
 export class WorkerLoadPoller implements WorkerLoadSource {

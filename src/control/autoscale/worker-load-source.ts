@@ -14,6 +14,8 @@ export interface EndpointWorkerLoad {
   readonly queueDepth: number | null;
   /** CPU utilization summed over replicas (each 0..1 of its threads); null: not reported. */
   readonly cpu: number | null;
+  /** Threads per replica (mean over those reporting): cpu × this is cores busy; null: none. */
+  readonly threads: number | null;
   /** Accelerator utilization summed (each 0..1); null: no replica has one. */
   readonly accelerator: number | null;
   /** Custom metrics by name, summed over the replicas that reported each. */
@@ -22,7 +24,8 @@ export interface EndpointWorkerLoad {
 
 export interface WorkerLoadSource {
   /**
-   * The endpoints whose policy scales on worker load (queue-depth, cpu, accelerator, custom).
+   * The endpoints whose policy scales on worker load (queue-depth, cpu, accelerator, custom,
+   * slo: its service time is busy CPU per answer).
    * Called by the controller every tick with the full set: the source polls these and may stop
    * polling any other.
    */

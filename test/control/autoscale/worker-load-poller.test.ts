@@ -79,6 +79,7 @@ test('sums over the replicas that answered: CPU per thread, accelerator, custom 
     replicas: 3,
     queueDepth: 4,
     cpu: 0.25 + 0.5 + 1,
+    threads: (4 + 1 + 1) / 3, // per replica, the mean
     accelerator: 0.25,
     custom: { t: 7, k: 7 },
   });
@@ -124,6 +125,7 @@ test('no ready replica: nothing reported; stale sums and unwatched endpoints giv
     replicas: 0,
     queueDepth: null,
     cpu: null,
+    threads: null,
     accelerator: null,
     custom: {},
   });

@@ -116,7 +116,15 @@ async function setup() {
     watch: (endpoints: ReadonlySet<string>) => void watched.push(endpoints),
     latest: (endpoint: string) =>
       endpoint === 'fraud'
-        ? { atMs: 0, replicas: 2, queueDepth: 0, cpu: 0.4, accelerator: null, custom: {} }
+        ? {
+            atMs: 0,
+            replicas: 2,
+            queueDepth: 0,
+            cpu: 0.4,
+            threads: 1,
+            accelerator: null,
+            custom: {},
+          }
         : null,
   };
   const service = new CostService({

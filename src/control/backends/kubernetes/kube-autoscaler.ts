@@ -9,6 +9,7 @@
 //   queue-depth   KEDA prometheus kiln_worker_queue_depth  + gateway wake trigger
 //   accelerator   KEDA prometheus DCGM_FI_DEV_GPU_UTIL     + gateway wake trigger
 //   custom        KEDA prometheus <customMetric>           + gateway wake trigger
+//   slo           as concurrency, target 1 per replica (its target: 1)
 //
 // HPA cannot scale to zero (without an alpha gate) and sees only what a metrics adapter serves
 // per pod: CPU from metrics-server; the two Pods metrics from prometheus-adapter, whose default
@@ -21,7 +22,9 @@
 // The policy's pacing maps onto HPA `behavior` (also KEDA's, through
 // advanced.horizontalPodAutoscalerConfig): scale-down stabilization = scaleDownDelayMs, at most
 // ÷ maxScaleDownRate and × maxScaleUpRate per 15 s period. Kiln's panic mode and predictive
-// scaling have no Kubernetes counterpart: on Kubernetes the cluster's autoscaler decides.
+// scaling have no Kubernetes counterpart: on Kubernetes the cluster's autoscaler decides. Nor
+// has the `slo` signal's queueing model (slo-sizing.ts): there it scales to one request in
+// flight per replica, which keeps requests from queueing at the cost of more replicas.
 
 import type { AutoscalePolicy } from '../../../autoscale/autoscale-policy.ts';
 import type { KubeObject } from './kube-object.ts';
@@ -123,6 +126,7 @@ function kedaTriggers(input: KubeAutoscalerInput): Record<string, unknown>[] {
         ...(atZero ? [wake] : []),
       ];
     case 'concurrency':
+    case 'slo': // target 1: see the header
       return [prometheusTrigger(input, 'concurrency', demand, target, '0')];
     case 'qps':
       return [
@@ -178,6 +182,7 @@ function hpaMetric(input: KubeAutoscalerInput): Record<string, unknown> | null {
         },
       };
     case 'concurrency':
+    case 'slo':
       return pods('kiln_worker_inflight_requests');
     case 'qps':
       return pods('kiln_worker_requests_per_second');

@@ -296,14 +296,14 @@ test('autoscaling: HPA where it can express the signal, KEDA otherwise and for s
         minReplicas,
         maxReplicas: 5,
         signal,
-        target,
+        ...(signal === 'slo' ? { slo: { latencyMs: 200 } } : { target }),
         ...(signal === 'custom' ? { customMetric: 'tokens.per-second' } : {}),
       });
       const objects = renderRevision({ ...inputOf(onnxSample), autoscale });
       checkObjects(objects);
       const deployment = byKind(objects, 'Deployment');
       assert.equal(at(deployment, 'spec', 'replicas'), undefined, 'the autoscaler owns the count');
-      const hpa = minReplicas >= 1 && ['cpu', 'concurrency', 'qps'].includes(signal);
+      const hpa = minReplicas >= 1 && ['cpu', 'concurrency', 'qps', 'slo'].includes(signal);
       const scaler = objects[3]!;
       assert.equal(objects.length, 4);
       assert.equal(
@@ -372,6 +372,15 @@ test('autoscaling: HPA where it can express the signal, KEDA otherwise and for s
     /^sum\(tokens_per_second\{namespace="kiln",pod=~"kiln-iris-onnx-/,
   );
   assert.equal(at(custom, 'spec', 'triggers', 0, 'metadata', 'threshold'), '50');
+  // No queueing model on Kubernetes: slo scales as one request in flight per replica.
+  const slo = renderRevision({
+    ...inputOf(onnxSample),
+    autoscale: policy({ minReplicas: 1, maxReplicas: 3, signal: 'slo', slo: { latencyMs: 200 } }),
+  })[3]!;
+  assert.deepEqual(at(slo, 'spec', 'metrics', 0, 'pods'), {
+    metric: { name: 'kiln_worker_inflight_requests' },
+    target: { type: 'AverageValue', averageValue: '1' },
+  });
 });
 
 test('names too long or not DNS-safe are shortened deterministically and stay distinct', () => {
