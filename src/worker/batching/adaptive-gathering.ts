@@ -90,6 +90,8 @@ export interface BatchCost {
 interface Stretch {
   readonly phase: 'reference' | 'probe';
   readonly gathering: boolean;
+  /** A probe stretch: what its reference stretch measured, to compare with (else null). */
+  readonly reference: ModeCost | null;
   readonly startMicros: number;
   /** The CPU clock at the start (NaN: no CPU clock). */
   readonly startCpu: number;
@@ -112,8 +114,6 @@ export class AdaptiveGathering {
   private stretch: Stretch | null = null;
   /** NaN until the first batch: the first probe is firstProbeMicros after it. */
   private nextProbeMicros = Number.NaN;
-  /** The reference stretch of the probe running now. */
-  private reference: ModeCost | null = null;
   /** Smoothed cost ratio gathering ÷ alone (NaN: none yet). */
   private smoothedRatio = Number.NaN;
   private readonly last: { gather: ModeCost | null; alone: ModeCost | null } = {
@@ -121,15 +121,15 @@ export class AdaptiveGathering {
     alone: null,
   };
 
+  /** What onGathering last said. */
+  private reported = true;
+
   constructor(
     private readonly options: AdaptiveGatheringOptions = defaultAdaptiveGathering,
     private readonly hooks: AdaptiveGatheringHooks = {},
   ) {
     hooks.onGathering?.(true);
   }
-
-  /** What onGathering last said. */
-  private reported = true;
 
   /** Whether the next batch may wait for more rows and join requests. */
   get gathering(): boolean {
@@ -166,10 +166,10 @@ export class AdaptiveGathering {
     let stretch = this.stretch;
     if (stretch !== null && nowMicros - stretch.lastMicros > this.options.maxGapMicros) {
       // The load paused: start the probe again from this completion.
-      [stretch, this.stretch, this.reference, this.due] = [null, null, null, true];
+      [stretch, this.stretch, this.due] = [null, null, true];
     }
     if (stretch === null) {
-      if (this.due) this.begin('reference', this.decided, nowMicros, cpuMicros);
+      if (this.due) this.begin('reference', this.decided, null, nowMicros, cpuMicros);
       return;
     }
     stretch.lastMicros = nowMicros;
@@ -192,16 +192,14 @@ export class AdaptiveGathering {
     };
     this.last[stretch.gathering ? 'gather' : 'alone'] = cost;
     this.hooks.onModeCost?.(stretch.gathering, cost.executeMicrosPerRow, cost.waitMicrosPerRow);
-    if (stretch.phase === 'reference') {
-      this.reference = cost;
+    const reference = stretch.reference;
+    if (stretch.phase === 'reference' || reference === null) {
       // The next stretch starts where this one ended: one CPU reading serves both.
       this.hooks.onProbe?.(!this.decided);
-      this.begin('probe', !this.decided, nowMicros, () => cpuNow);
+      this.begin('probe', !this.decided, cost, nowMicros, () => cpuNow);
       return;
     }
-    const reference = this.reference;
     this.end(nowMicros);
-    if (reference === null) return;
     const [gather, alone] = stretch.gathering ? [cost, reference] : [reference, cost];
     const ratio =
       (gather.executeMicrosPerRow + gather.waitMicrosPerRow) /
@@ -217,12 +215,13 @@ export class AdaptiveGathering {
   failed(nowMicros: number): void {
     if (this.stretch === null) return;
     this.end(nowMicros);
-    this.decide(this.decided);
+    this.report(); // back to the steady mode
   }
 
   private begin(
     phase: Stretch['phase'],
     gathering: boolean,
+    reference: ModeCost | null,
     nowMicros: number,
     cpuMicros: (() => number) | null,
   ): void {
@@ -230,6 +229,7 @@ export class AdaptiveGathering {
     this.stretch = {
       phase,
       gathering,
+      reference,
       startMicros: nowMicros,
       startCpu: cpuMicros === null ? Number.NaN : cpuMicros(),
       lastMicros: nowMicros,
@@ -243,11 +243,10 @@ export class AdaptiveGathering {
 
   private end(nowMicros: number): void {
     this.stretch = null;
-    this.reference = null;
     this.nextProbeMicros = nowMicros + this.options.probeIntervalMicros;
   }
 
-  /** Sets the steady mode (a probe ended, or was abandoned). */
+  /** Sets the steady mode (a probe ended). */
   private decide(gathering: boolean): void {
     this.decided = gathering;
     this.report();

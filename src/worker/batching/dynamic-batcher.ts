@@ -26,141 +26,34 @@
 // time and the wait gathering added to it; the CPU clock is read when the adaptive batcher
 // asks (at the ends of its measured stretches).
 
-import type { AdaptiveGathering } from './adaptive-gathering.ts';
 import { cutRows, isReady, readyAtMicros } from './batch-policy.ts';
 import { DeadlineHeap } from './deadline-heap.ts';
-import { RequestList, type ListNode } from './request-list.ts';
+import { RequestList } from './request-list.ts';
+import { frontBatch, queueState, type Entry, type ShapeQueue } from './shape-queue.ts';
 import type { BatchingConfig } from '../../store/serving-records.ts';
 
-export type Priority = 'high' | 'normal';
-
-export interface BatcherClock {
-  /** Microseconds on a monotonic clock. */
-  nowMicros(): number;
-  /**
-   * CPU time this process has used, µs (user + system). Given, the adaptive batcher measures
-   * a stretch of batches in CPU time — what the requests took of the machine, however busy it
-   * is (a wall-clock figure also counts the time the process waited for a core). Absent
-   * (tests' fake clocks): the batches' own times.
-   */
-  cpuMicros?(): number;
-}
-
-export interface TimerHandle {
-  cancel(): void;
-}
-
-export interface BatcherScheduler {
-  /** Calls `run` once, about `delayMicros` from now (never before). */
-  schedule(delayMicros: number, run: () => void): TimerHandle;
-  /**
-   * Calls `run` once, after the code running now (and before any I/O). Given, an enqueue
-   * does not dispatch at once: requests that arrive together (the frames of one read) then
-   * form one batch instead of the first one running alone. Absent, enqueue dispatches
-   * synchronously (tests with a fake scheduler see exactly that).
-   */
-  soon?: (run: () => void) => void;
-}
-
-export interface BatchRequest<T> {
-  /** Requests are batched only with requests of the same key (see batch-tensors.ts). */
-  readonly key: string;
-  /** Rows this request brings (its first dimension). */
-  readonly rows: number;
-  readonly priority: Priority;
-  /** Absolute, on the batcher's clock; null = no deadline. */
-  readonly deadlineMicros: number | null;
-  readonly payload: T;
-  /** Cannot share a batch (e.g. inputs without a common first dimension): runs by itself. */
-  readonly alone?: boolean;
-  /** Fires when the client goes away; a queued request is then removed. */
-  readonly signal?: CancelSignal;
-}
-
-/**
- * What the batcher needs of a cancellation signal: an AbortSignal has it, and so does the
- * worker's lighter `CancelFlag` (an AbortController costs ~6 µs a request on the hot path).
- */
-export interface CancelSignal {
-  readonly aborted: boolean;
-  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
-  removeEventListener(type: 'abort', listener: () => void): void;
-}
-
-/**
- * Runs one batch; resolves one result per payload, in order. `run` describes the batch; the
- * executor may note in it when its own work (the model run) began and ended.
- */
-export type BatchExecutor<T, R> = (
-  payloads: readonly T[],
-  rows: number,
-  run: BatchRun,
-) => Promise<readonly R[]>;
-
-/**
- * One execution of a batch, on the batcher's clock: what a request's trace shows of the batch
- * it ran in (kiln.batch and kiln.runtime spans). One object per batch, shared by its requests.
- */
-export interface BatchRun {
-  /** Requests in the batch, and their rows. */
-  readonly requests: number;
-  readonly rows: number;
-  /** Handed to the executor, and its results back. */
-  readonly startedMicros: number;
-  endedMicros: number;
-  /** The executor's own work, when it notes it (-1: not noted). */
-  workStartedMicros: number;
-  workEndedMicros: number;
-}
-
-export type Settled<R> =
-  | {
-      readonly kind: 'done';
-      readonly value: R;
-      readonly queuedMicros: number;
-      readonly batch: BatchRun;
-    }
-  | { readonly kind: 'failed'; readonly error: unknown; readonly queuedMicros: number }
-  | { readonly kind: 'expired'; readonly queuedMicros: number }
-  | { readonly kind: 'cancelled' };
-
-export type EnqueueResult<R> =
-  | { readonly ok: true; readonly done: Promise<Settled<R>> }
-  | { readonly ok: false; readonly reason: 'queue_full' };
-
-export interface BatcherHooks {
-  /** The number of queued (not running) requests changed. */
-  onQueueDepth?(depth: number): void;
-  /** A batch is about to run. */
-  onBatch?(requests: number, rows: number): void;
-}
-
-export interface DynamicBatcherOptions<T, R> {
-  readonly config: BatchingConfig;
-  readonly executor: BatchExecutor<T, R>;
-  readonly clock: BatcherClock;
-  readonly scheduler: BatcherScheduler;
-  readonly hooks?: BatcherHooks;
-  /** Absent: the config's fixed rule, always. */
-  readonly adaptive?: AdaptiveGathering;
-}
-
-interface Entry<T, R> extends ListNode<Entry<T, R>> {
-  readonly request: BatchRequest<T>;
-  readonly arrivalMicros: number;
-  readonly queue: ShapeQueue<T, R>;
-  settle: ((outcome: Settled<R>) => void) | null;
-  unlisten: (() => void) | null;
-}
-
-interface ShapeQueue<T, R> {
-  readonly key: string;
-  readonly high: RequestList<Entry<T, R>>;
-  readonly normal: RequestList<Entry<T, R>>;
-  rows: number;
-  /** Queued requests marked `alone`. */
-  aloneCount: number;
-}
+export type {
+  Priority,
+  BatcherClock,
+  TimerHandle,
+  BatcherScheduler,
+  BatchRequest,
+  CancelSignal,
+  BatchExecutor,
+  BatchRun,
+  Settled,
+  EnqueueResult,
+  BatcherHooks,
+  DynamicBatcherOptions,
+} from './batcher-types.ts';
+import type {
+  BatchRequest,
+  BatchRun,
+  DynamicBatcherOptions,
+  EnqueueResult,
+  Settled,
+  TimerHandle,
+} from './batcher-types.ts';
 
 export class DynamicBatcher<T, R> {
   private readonly queues = new Map<string, ShapeQueue<T, R>>();
@@ -369,24 +262,8 @@ export class DynamicBatcher<T, R> {
   private dispatch(queue: ShapeQueue<T, R>, now: number): void {
     const adaptive = this.options.adaptive;
     const gathering = adaptive?.gathering ?? true;
-    const limit = cutRows(queue.rows, this.options.config);
-    const batch: Entry<T, R>[] = [];
-    let rows = 0;
-    for (const list of [queue.high, queue.normal]) {
-      let entry = list.head;
-      while (entry !== null) {
-        if (
-          batch.length > 0 &&
-          (!gathering || rows + entry.request.rows > limit || entry.request.alone === true)
-        )
-          break;
-        batch.push(entry);
-        rows += entry.request.rows;
-        if (entry.request.alone === true) break;
-        entry = entry.next;
-      }
-      if (entry !== null) break; // something did not fit: keep the order, stop here
-    }
+    const limit = gathering ? cutRows(queue.rows, this.options.config) : 0;
+    const { batch, rows } = frontBatch(queue, limit);
     // The wait gathering added: time requests were held while the model was free. Only a
     // delay holds them (with none, a request waits only for the model or this turn's code).
     let waitMicros = 0;
@@ -511,18 +388,6 @@ export class DynamicBatcher<T, R> {
     entry.settle = null;
     settle?.(outcome);
   }
-}
-
-function queueState<T, R>(
-  queue: ShapeQueue<T, R>,
-): { rows: number; oldestArrivalMicros: number; alone: boolean } {
-  const high = queue.high.head?.arrivalMicros ?? Number.POSITIVE_INFINITY;
-  const normal = queue.normal.head?.arrivalMicros ?? Number.POSITIVE_INFINITY;
-  return {
-    rows: queue.rows,
-    oldestArrivalMicros: Math.min(high, normal),
-    alone: queue.aloneCount > 0,
-  };
 }
 
 function settledNow<R>(outcome: Settled<R>): EnqueueResult<R> {
