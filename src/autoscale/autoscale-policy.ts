@@ -112,9 +112,9 @@ export type AutoscalePolicyInput = Partial<
   Omit<AutoscalePolicy, 'scaleToZero' | 'predictive' | 'slo'>
 > & {
   readonly minReplicas: number;
-  readonly slo?: Partial<LatencyObjective>;
   readonly maxReplicas: number;
   readonly signal?: ScaleSignal;
+  readonly slo?: Partial<LatencyObjective>;
   readonly scaleToZero?: Partial<ScaleToZeroPolicy>;
   readonly predictive?: Partial<PredictivePolicy> | boolean;
 };

@@ -238,6 +238,13 @@ void test('flags become the policy body; a deploy merges them into the current p
     ),
     { minReplicas: 1, maxReplicas: 3, signal: 'concurrency' },
   );
+  assert.deepEqual(
+    mergeAutoscale(
+      { minReplicas: 1, maxReplicas: 3, signal: 'slo', slo: { latencyMs: 200, objective: 0.99 } },
+      { slo: { latencyMs: 150 } },
+    ),
+    { minReplicas: 1, maxReplicas: 3, signal: 'slo', slo: { latencyMs: 150, objective: 0.99 } },
+  );
 });
 
 void test('show: a change after the last decision (a new policy) gives the reason, not the old decision', () => {

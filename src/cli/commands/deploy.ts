@@ -446,13 +446,17 @@ export function deployBody(
 /**
  * The endpoint's policy with the flags given over it. Fields that would contradict the new
  * ones go: scale-to-zero settings when the minimum is no longer 0, the target (and custom
- * metric) of a signal no longer scaled on — the platform's defaults fill them again.
+ * metric, latency objective) of a signal no longer scaled on — the platform's defaults fill
+ * them again.
  */
 export function mergeAutoscale(
   current: AutoscaleSettings | undefined,
   given: AutoscaleSettings,
 ): AutoscaleSettings {
   const merged: AutoscaleSettings = { ...(current ?? {}), ...given };
+  // A new latency keeps the objective set before (and the other way round).
+  if (current?.slo !== undefined && given.slo !== undefined)
+    merged.slo = { ...current.slo, ...given.slo };
   if ((merged.minReplicas ?? 0) > 0) delete merged.scaleToZero;
   if (current !== undefined && given.signal !== undefined && given.signal !== current.signal) {
     if (given.target === undefined) delete merged.target;

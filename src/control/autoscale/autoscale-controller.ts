@@ -96,6 +96,7 @@ const lastDemandWriteMs = 10_000;
 /** What GET …/scale measures latency over when not asked otherwise. */
 const defaultLatencyWindowMs = 3600_000;
 
+/** Signals whose samples need the workers' own load (slo: its service time is busy CPU). */
 const workerSignals: ReadonlySet<AutoscalePolicy['signal']> = new Set([
   'queue-depth',
   'cpu',
