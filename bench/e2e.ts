@@ -10,8 +10,9 @@
 //    worker for the same cores, so N processes gain less than they would with the client on
 //    another machine.
 // 2. The gateway's added latency at equal OFFERED RATE: on the N-process platform, an open
-//    loop (bench/_open-loop.ts: a generator in its own process, a fixed-rate timetable,
-//    latency from each request's intended send time) at half the gateway's maximum from
+//    loop (bench/_open-loop.ts: a generator in its own process — the C one, built on first
+//    use, where a C compiler is installed — a fixed-rate timetable, latency from each
+//    request's intended send time) at half the gateway's maximum from
 //    step 1, once through the gateway and once straight to the worker. Added p99 = gateway
 //    p99 − direct p99 at the same rate. (At equal connections instead, a closed loop gives the
 //    faster direct path more load, and the difference went negative.) A run whose achieved
@@ -26,6 +27,7 @@ import { spawnSync } from 'node:child_process';
 import { closedLoop, type LoadTarget } from './_load.ts';
 import {
   failedBreakdown,
+  openLoopGenerator,
   openLoopInChild,
   rateProblem,
   type OpenLoopSummary,
@@ -251,7 +253,7 @@ export async function run(args: readonly string[]): Promise<void> {
     // 3. Equal offered rate, open loop, both paths.
     const rate = Math.max(50, Math.round(maxGoal.rps / 2));
     console.log(
-      `\nequal offered rate: open loop at ${rate} req/s (half the ${goalProcesses}-process gateway's maximum) on both paths, ${seconds * 2} s each, generator in its own process, latency from the intended send time`,
+      `\nequal offered rate: open loop at ${rate} req/s (half the ${goalProcesses}-process gateway's maximum) on both paths, ${seconds * 2} s each, latency from the intended send time; ${openLoopGenerator().note}`,
     );
     const runs: [string, OpenLoopSummary][] = [];
     for (const [label, target] of [

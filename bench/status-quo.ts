@@ -18,11 +18,12 @@
 //     worse mix counting; `saturation_p99_over_p50` is Kiln's p99 / p50 at 1 row, 64 connections.
 //  2. Open loop at equal offered load (latency): per mix, both sides get the SAME request rate,
 //     70 % of Flask's capacity measured in step 1, from a generator in its own process
-//     (bench/_open-loop.ts: a fixed-rate timetable, 256 connections, latency from each
-//     request's intended send time, so neither side's stalls slow the load that measures
-//     them). `p99_ratio_equal_rate` is Kiln's p99 / Flask's at that rate, the worse mix
-//     counting. A run whose achieved rate (sent, or answered 2xx) fell short of the target by
-//     more than 5 % is printed as such and the goal reads met=no.
+//     (bench/_open-loop.ts, the C one where a C compiler is installed: a fixed-rate
+//     timetable, 256 connections, latency from each request's intended send time, so neither
+//     side's stalls slow the load that measures them). `p99_ratio_equal_rate` is Kiln's p99 /
+//     Flask's at that rate, the worse mix counting. A run whose achieved rate (sent, or
+//     answered 2xx) fell short of the target by more than 5 % is printed as such and the goal
+//     reads met=no.
 //
 // Any goal over runs where more than 0.1 % of requests failed reads met=no.
 // The peer runs with OMP_NUM_THREADS=1 by default (--omp-threads N to change): untuned, each
@@ -39,6 +40,7 @@ import { join } from 'node:path';
 import { closedLoop, type LoadResult, type LoadTarget } from './_load.ts';
 import {
   failedBreakdown,
+  openLoopGenerator,
   openLoopInChild,
   rateProblem,
   type OpenLoopSummary,
@@ -383,7 +385,7 @@ export async function run(args: readonly string[]): Promise<void> {
         : `  load:  JavaScript closed loop (wrk is not installed: apt-get install wrk), ${mixes[0]?.bodies.length ?? 0} bodies per mix, ${seconds} s per point`,
     );
     console.log(
-      `  then:  open loop at ${equalRateFraction * 100} % of flask's capacity, the same rate to both, from a generator in its own process (${openLoopConnections} connections), ${seconds * 2} s per run`,
+      `  then:  open loop at ${equalRateFraction * 100} % of flask's capacity, the same rate to both, ${openLoopConnections} connections, ${seconds * 2} s per run, from ${openLoopGenerator().note}`,
     );
     await checkAgreement(bench.gatewayUrl, flaskUrl, inputName, fixture);
 
@@ -572,7 +574,7 @@ export async function run(args: readonly string[]): Promise<void> {
     if (errors > 0)
       console.log(`note: ${errors} failed requests in the closed-loop runs; see the table`);
     console.log(
-      "(the load generators, kiln and flask share this machine's cores: the open-loop generator is its own node process)",
+      "(the load generators, kiln and flask share this machine's cores: the open-loop generator is a process of its own)",
     );
     goal('status-quo', 'throughput_ratio', throughputRatio, '>=', 5, throughputProblem);
     goal('status-quo', 'saturation_p99_over_p50', saturationRatio, '<=', 2, saturationProblem);
