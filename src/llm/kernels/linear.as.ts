@@ -103,13 +103,41 @@ export function linear(x: usize, rows: i32, inF: i32, w: usize, outF: i32, y: us
       store<f32>(y1 + 8, s12);
       store<f32>(y1 + 12, s13);
     }
+    // The last odd row (and the whole of a one-row decode step): four weight rows against it
+    // in one pass, four independent accumulators, so the adds do not wait on each other (one
+    // accumulator per dot product made a one-row step add-latency bound, not memory bound).
     for (; r < rows; r++) {
       const xr = x + (<usize>r) * rowBytes;
+      let a0 = f32x4.splat(0);
+      let a1 = f32x4.splat(0);
+      let a2 = f32x4.splat(0);
+      let a3 = f32x4.splat(0);
+      let i = 0;
+      for (; i < vecEnd; i += 4) {
+        const off = (<usize>i) << 2;
+        const v = v128.load(xr + off);
+        a0 = f32x4.add(a0, f32x4.mul(v, v128.load(w0 + off)));
+        a1 = f32x4.add(a1, f32x4.mul(v, v128.load(w1 + off)));
+        a2 = f32x4.add(a2, f32x4.mul(v, v128.load(w2 + off)));
+        a3 = f32x4.add(a3, f32x4.mul(v, v128.load(w3 + off)));
+      }
+      let s0 = hsum(a0);
+      let s1 = hsum(a1);
+      let s2 = hsum(a2);
+      let s3 = hsum(a3);
+      for (; i < inF; i++) {
+        const off = (<usize>i) << 2;
+        const v = load<f32>(xr + off);
+        s0 += v * load<f32>(w0 + off);
+        s1 += v * load<f32>(w1 + off);
+        s2 += v * load<f32>(w2 + off);
+        s3 += v * load<f32>(w3 + off);
+      }
       const yr = y + (<usize>r) * outBytes + ((<usize>o) << 2);
-      store<f32>(yr, dot(xr, w0, inF));
-      store<f32>(yr + 4, dot(xr, w1, inF));
-      store<f32>(yr + 8, dot(xr, w2, inF));
-      store<f32>(yr + 12, dot(xr, w3, inF));
+      store<f32>(yr, s0);
+      store<f32>(yr + 4, s1);
+      store<f32>(yr + 8, s2);
+      store<f32>(yr + 12, s3);
     }
   }
   for (; o < outF; o++) {
