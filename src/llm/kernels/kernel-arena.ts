@@ -8,6 +8,7 @@
 
 import { readFileSync } from 'node:fs';
 import { WasmArena } from '../../core/wasm-arena.ts';
+import { packPanels, type PackedMatrix } from './packed-matrix.ts';
 
 const wasmModule = new WebAssembly.Module(readFileSync(new URL('./linear.wasm', import.meta.url)));
 
@@ -69,6 +70,13 @@ export class KernelArena {
     const view = this.alloc(data.length);
     view.set(data);
     return view;
+  }
+
+  /** A weight matrix [rows, cols] copied in, in the layout `linear` reads (packed-matrix.ts). */
+  copyInPacked(data: Float32Array, rows: number, cols: number): PackedMatrix {
+    const view = this.alloc(rows * cols);
+    packPanels(data, rows, cols, view);
+    return { data: view, rows, cols };
   }
 
   /** The allocation point, to `reset` to once a step's scratch is no longer needed. */
@@ -175,23 +183,30 @@ export class KernelArena {
     return this.arena.holds(view);
   }
 
-  /** y = x·Wᵀ (see linear.as.ts); every array must be a view into this arena. */
+  /**
+   * y = x·Wᵀ (see linear.as.ts): W [outFeatures, inFeatures] packed by copyInPacked; every
+   * array must be a view into this arena.
+   */
   linear(
     x: Float32Array,
     rows: number,
     inFeatures: number,
-    weight: Float32Array,
+    weight: PackedMatrix,
     outFeatures: number,
     y: Float32Array,
   ): void {
     const buffer = this.memory.buffer;
-    if (x.buffer !== buffer || weight.buffer !== buffer || y.buffer !== buffer)
+    if (x.buffer !== buffer || weight.data.buffer !== buffer || y.buffer !== buffer)
       throw new Error('linear: every operand must live in the kernel arena');
+    if (weight.rows !== outFeatures || weight.cols !== inFeatures)
+      throw new RangeError(
+        `linear: a [${weight.rows}, ${weight.cols}] weight for [${outFeatures}, ${inFeatures}]`,
+      );
     this.kernels.linear(
       x.byteOffset,
       rows,
       inFeatures,
-      weight.byteOffset,
+      weight.data.byteOffset,
       outFeatures,
       y.byteOffset,
     );

@@ -3,9 +3,11 @@
 // tsc, eslint and the test runner skip *.as.ts.
 //
 // linear: y = x · Wᵀ with x [rows, inFeatures], W [outFeatures, inFeatures], y [rows,
-// outFeatures], all f32, row-major, addressed by byte offsets into the shared memory.
-// Four weight rows by two input rows a pass: each weight vector loaded is used for two
-// rows, each input vector for four outputs; eight f32x4 accumulators stay in registers.
+// outFeatures], all f32, addressed by byte offsets into the shared memory; x and y row-major,
+// W in the panel layout of packed-matrix.ts (four rows interleaved four floats at a time, so
+// the four weight rows a pass reads are one sequential stream; the last outFeatures % 4 rows
+// plain). Four weight rows by two input rows a pass: each weight vector loaded is used for
+// two rows, each input vector for four outputs; eight f32x4 accumulators stay in registers.
 
 @inline
 function hsum(v: v128): f32 {
@@ -35,12 +37,16 @@ export function linear(x: usize, rows: i32, inF: i32, w: usize, outF: i32, y: us
   const rowBytes = (<usize>inF) << 2;
   const outBytes = (<usize>outF) << 2;
   const vecEnd = inF & ~3;
+  const tail = inF - vecEnd;
   let o = 0;
   for (; o + 4 <= outF; o += 4) {
-    const w0 = w + (<usize>o) * rowBytes;
-    const w1 = w0 + rowBytes;
-    const w2 = w1 + rowBytes;
-    const w3 = w2 + rowBytes;
+    // The panel of rows o … o+3: chunk i of the four rows at panel + 4·(byte offset of i),
+    // then the four rows' tails of `tail` floats each.
+    const panel = w + (<usize>o) * rowBytes;
+    const tails = panel + ((<usize>vecEnd) << 4);
+    const t1 = tails + ((<usize>tail) << 2);
+    const t2 = t1 + ((<usize>tail) << 2);
+    const t3 = t2 + ((<usize>tail) << 2);
     let r = 0;
     for (; r + 2 <= rows; r += 2) {
       const x0 = x + (<usize>r) * rowBytes;
@@ -56,12 +62,13 @@ export function linear(x: usize, rows: i32, inF: i32, w: usize, outF: i32, y: us
       let i = 0;
       for (; i < vecEnd; i += 4) {
         const off = (<usize>i) << 2;
+        const k = panel + (off << 2);
         const v0 = v128.load(x0 + off);
         const v1 = v128.load(x1 + off);
-        const k0 = v128.load(w0 + off);
-        const k1 = v128.load(w1 + off);
-        const k2 = v128.load(w2 + off);
-        const k3 = v128.load(w3 + off);
+        const k0 = v128.load(k);
+        const k1 = v128.load(k, 16);
+        const k2 = v128.load(k, 32);
+        const k3 = v128.load(k, 48);
         a00 = f32x4.add(a00, f32x4.mul(v0, k0));
         a01 = f32x4.add(a01, f32x4.mul(v0, k1));
         a02 = f32x4.add(a02, f32x4.mul(v0, k2));
@@ -79,18 +86,22 @@ export function linear(x: usize, rows: i32, inF: i32, w: usize, outF: i32, y: us
       let s11 = hsum(a11);
       let s12 = hsum(a12);
       let s13 = hsum(a13);
-      for (; i < inF; i++) {
+      for (let j: usize = 0; i < inF; i++, j += 4) {
         const off = (<usize>i) << 2;
         const v0 = load<f32>(x0 + off);
         const v1 = load<f32>(x1 + off);
-        s00 += v0 * load<f32>(w0 + off);
-        s01 += v0 * load<f32>(w1 + off);
-        s02 += v0 * load<f32>(w2 + off);
-        s03 += v0 * load<f32>(w3 + off);
-        s10 += v1 * load<f32>(w0 + off);
-        s11 += v1 * load<f32>(w1 + off);
-        s12 += v1 * load<f32>(w2 + off);
-        s13 += v1 * load<f32>(w3 + off);
+        const k0 = load<f32>(tails + j);
+        const k1 = load<f32>(t1 + j);
+        const k2 = load<f32>(t2 + j);
+        const k3 = load<f32>(t3 + j);
+        s00 += v0 * k0;
+        s01 += v0 * k1;
+        s02 += v0 * k2;
+        s03 += v0 * k3;
+        s10 += v1 * k0;
+        s11 += v1 * k1;
+        s12 += v1 * k2;
+        s13 += v1 * k3;
       }
       const y0 = y + (<usize>r) * outBytes + ((<usize>o) << 2);
       const y1 = y0 + outBytes;
@@ -103,9 +114,8 @@ export function linear(x: usize, rows: i32, inF: i32, w: usize, outF: i32, y: us
       store<f32>(y1 + 8, s12);
       store<f32>(y1 + 12, s13);
     }
-    // The last odd row (and the whole of a one-row decode step): four weight rows against it
-    // in one pass, four independent accumulators, so the adds do not wait on each other (one
-    // accumulator per dot product made a one-row step add-latency bound, not memory bound).
+    // The last odd row (and the whole of a one-row decode step): the panel against it in one
+    // pass, four independent accumulators, so the adds do not wait on each other.
     for (; r < rows; r++) {
       const xr = x + (<usize>r) * rowBytes;
       let a0 = f32x4.splat(0);
@@ -115,23 +125,23 @@ export function linear(x: usize, rows: i32, inF: i32, w: usize, outF: i32, y: us
       let i = 0;
       for (; i < vecEnd; i += 4) {
         const off = (<usize>i) << 2;
+        const k = panel + (off << 2);
         const v = v128.load(xr + off);
-        a0 = f32x4.add(a0, f32x4.mul(v, v128.load(w0 + off)));
-        a1 = f32x4.add(a1, f32x4.mul(v, v128.load(w1 + off)));
-        a2 = f32x4.add(a2, f32x4.mul(v, v128.load(w2 + off)));
-        a3 = f32x4.add(a3, f32x4.mul(v, v128.load(w3 + off)));
+        a0 = f32x4.add(a0, f32x4.mul(v, v128.load(k)));
+        a1 = f32x4.add(a1, f32x4.mul(v, v128.load(k, 16)));
+        a2 = f32x4.add(a2, f32x4.mul(v, v128.load(k, 32)));
+        a3 = f32x4.add(a3, f32x4.mul(v, v128.load(k, 48)));
       }
       let s0 = hsum(a0);
       let s1 = hsum(a1);
       let s2 = hsum(a2);
       let s3 = hsum(a3);
-      for (; i < inF; i++) {
-        const off = (<usize>i) << 2;
-        const v = load<f32>(xr + off);
-        s0 += v * load<f32>(w0 + off);
-        s1 += v * load<f32>(w1 + off);
-        s2 += v * load<f32>(w2 + off);
-        s3 += v * load<f32>(w3 + off);
+      for (let j: usize = 0; i < inF; i++, j += 4) {
+        const v = load<f32>(xr + ((<usize>i) << 2));
+        s0 += v * load<f32>(tails + j);
+        s1 += v * load<f32>(t1 + j);
+        s2 += v * load<f32>(t2 + j);
+        s3 += v * load<f32>(t3 + j);
       }
       const yr = y + (<usize>r) * outBytes + ((<usize>o) << 2);
       store<f32>(yr, s0);
@@ -140,6 +150,7 @@ export function linear(x: usize, rows: i32, inF: i32, w: usize, outF: i32, y: us
       store<f32>(yr + 12, s3);
     }
   }
+  // The last outFeatures % 4 rows are stored plain.
   for (; o < outF; o++) {
     const wo = w + (<usize>o) * rowBytes;
     for (let r = 0; r < rows; r++) {

@@ -23,6 +23,7 @@
 // the caller brings a KV pool outside the arena, attention runs in JavaScript (the reference).
 
 import { attentionScratchFloats, KernelArena } from '../kernels/kernel-arena.ts';
+import { unpackRow, type PackedMatrix } from '../kernels/packed-matrix.ts';
 import { BlockPool, bytesPerBlock } from '../kv-cache/block-pool.ts';
 import type { SequenceKv } from '../kv-cache/sequence-kv.ts';
 
@@ -54,6 +55,27 @@ export interface LlamaTensors {
   readonly layers: readonly LlamaLayerTensors[];
   /** [hidden] */ readonly norm: Float32Array;
   /** [vocab, hidden]; the embedding itself when tied. */ readonly lmHead: Float32Array;
+}
+
+/** The weights inside the arena: every projection packed for the linear kernel. */
+interface ArenaLayer {
+  readonly inputNorm: Float32Array;
+  readonly q: PackedMatrix;
+  readonly k: PackedMatrix;
+  readonly v: PackedMatrix;
+  readonly o: PackedMatrix;
+  readonly postAttentionNorm: Float32Array;
+  readonly gate: PackedMatrix;
+  readonly up: PackedMatrix;
+  readonly down: PackedMatrix;
+}
+
+interface ArenaTensors {
+  /** Packed too: when tied it is the vocabulary projection (rows read by unpackRow). */
+  readonly embedTokens: PackedMatrix;
+  readonly layers: readonly ArenaLayer[];
+  readonly norm: Float32Array;
+  readonly lmHead: PackedMatrix;
 }
 
 /** One sequence's share of a forward call. Its KV must have room: `kv.reserve(tokens.length)`. */
@@ -122,7 +144,7 @@ export class LlamaModel {
   readonly maxTokensPerStep: number;
   private readonly arena: KernelArena;
   /** The weights, inside the arena. */
-  private readonly tensors: LlamaTensors;
+  private readonly tensors: ArenaTensors;
   /** The KV cache inside the arena, when the options asked for one. */
   readonly pool: BlockPool | null;
   readonly maxPositions: number;
@@ -156,22 +178,28 @@ export class LlamaModel {
     const shape = kvShape(dims, options);
     this.arena = new KernelArena(LlamaModel.arenaBytes(dims, weightFloatsOf(tensors), options));
     const arena = this.arena;
-    const embedTokens = arena.copyIn(tensors.embedTokens);
+    const hidden = dims.hiddenSize;
+    const qWidth = dims.numHeads * dims.headDim;
+    const kvWidth = dims.numKvHeads * dims.headDim;
+    const inter = dims.intermediateSize;
+    const packed = (data: Float32Array, rows: number, cols: number): PackedMatrix =>
+      arena.copyInPacked(data, rows, cols);
+    const embedTokens = packed(tensors.embedTokens, dims.vocabSize, hidden);
     this.tensors = {
       embedTokens,
       layers: tensors.layers.map((l) => ({
         inputNorm: arena.copyIn(l.inputNorm),
-        q: arena.copyIn(l.q),
-        k: arena.copyIn(l.k),
-        v: arena.copyIn(l.v),
-        o: arena.copyIn(l.o),
+        q: packed(l.q, qWidth, hidden),
+        k: packed(l.k, kvWidth, hidden),
+        v: packed(l.v, kvWidth, hidden),
+        o: packed(l.o, hidden, qWidth),
         postAttentionNorm: arena.copyIn(l.postAttentionNorm),
-        gate: arena.copyIn(l.gate),
-        up: arena.copyIn(l.up),
-        down: arena.copyIn(l.down),
+        gate: packed(l.gate, inter, hidden),
+        up: packed(l.up, inter, hidden),
+        down: packed(l.down, hidden, inter),
       })),
       norm: arena.copyIn(tensors.norm),
-      lmHead: tied ? embedTokens : arena.copyIn(tensors.lmHead),
+      lmHead: tied ? embedTokens : packed(tensors.lmHead, dims.vocabSize, hidden),
     };
     this.pool =
       options.kvCache === undefined
@@ -180,8 +208,6 @@ export class LlamaModel {
     this.slotScratch = arena.allocInt32(this.maxPositions);
     this.scoreScratch = arena.alloc(attentionScratchFloats(this.groupSize, this.maxPositions));
     const rows = this.maxTokensPerStep;
-    const qWidth = dims.numHeads * dims.headDim;
-    const kvWidth = dims.numKvHeads * dims.headDim;
     this.logitRows = logitRowsFor(options);
     this.activations = {
       x: arena.alloc(rows * dims.hiddenSize),
@@ -260,7 +286,7 @@ export class LlamaModel {
       x: Float32Array,
       rows: number,
       inF: number,
-      w: Float32Array,
+      w: PackedMatrix,
       outF: number,
       y: Float32Array,
     ): void => arena.linear(x, rows, inF, w, outF, y);
@@ -277,10 +303,7 @@ export class LlamaModel {
         if (!Number.isInteger(token) || token < 0 || token >= d.vocabSize)
           throw new RangeError(`token id ${token} is outside the vocabulary (${d.vocabSize})`);
         rowPosition[row] = start + i;
-        x.set(
-          this.tensors.embedTokens.subarray(token * hidden, (token + 1) * hidden),
-          row * hidden,
-        );
+        unpackRow(this.tensors.embedTokens, token, x, row * hidden);
       }
     }
 

@@ -31,11 +31,12 @@ test('linear in WebAssembly equals the scalar kernel within float32 rounding', (
   for (const [rows, inF, outF] of shapes) {
     const mark = arena.mark();
     const x = arena.copyIn(Float32Array.from({ length: rows * inF }, () => random.next() - 0.5));
-    const w = arena.copyIn(Float32Array.from({ length: outF * inF }, () => random.next() - 0.5));
+    const plain = Float32Array.from({ length: outF * inF }, () => random.next() - 0.5);
+    const w = arena.copyInPacked(plain, outF, inF);
     const y = arena.alloc(rows * outF);
     arena.linear(x, rows, inF, w, outF, y);
     const expected = new Float32Array(rows * outF);
-    linear(x, rows, inF, w, outF, expected);
+    linear(x, rows, inF, plain, outF, expected);
     for (let i = 0; i < expected.length; i++) {
       assert.ok(
         Math.abs(y[i]! - expected[i]!) <= 1e-5 * Math.max(1, Math.abs(expected[i]!)),
@@ -250,7 +251,7 @@ test('operands outside the arena are refused; an exhausted arena says so', () =>
   const arena = new KernelArena(1024);
   const inside = arena.alloc(4);
   assert.throws(
-    () => arena.linear(new Float32Array(4), 1, 4, inside, 1, inside),
+    () => arena.linear(new Float32Array(4), 1, 4, { data: inside, rows: 1, cols: 4 }, 1, inside),
     /must live in the kernel arena/,
   );
   assert.throws(() => arena.alloc(1 << 20), /arena exhausted/);
